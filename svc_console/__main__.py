@@ -1,0 +1,3 @@
+from svc_console.cli import main
+
+raise SystemExit(main())

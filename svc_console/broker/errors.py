@@ -1,0 +1,44 @@
+"""Errors the broker reports to agents and operators, each with a stable JSON-RPC code and a
+one-word reason (the socket's `data.reason`)."""
+
+
+class BrokerError(Exception):
+    code = -32000
+    reason = "error"
+
+    def __init__(self, message: str, **data: object):
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class InvalidParams(BrokerError):
+    code, reason = -32602, "invalid_params"
+
+
+class UnknownRequest(BrokerError):
+    code, reason = -32001, "unknown_request"
+
+
+class NotAuthorised(BrokerError):
+    code, reason = -32002, "not_authorised"
+
+
+class WrongState(BrokerError):
+    """The request is not in a state where this action applies (cancel after execution began)."""
+
+    code, reason = -32003, "wrong_state"
+
+
+class ConfirmationRequired(BrokerError):
+    code, reason = -32004, "confirmation_required"
+
+
+class TooLarge(BrokerError):
+    code, reason = -32005, "too_large"
+
+
+class Busy(BrokerError):
+    """A limit of the socket was reached (connections, concurrent waits)."""
+
+    code, reason = -32006, "busy"

@@ -1,0 +1,141 @@
+"""Intake of one request: inspect the endpoint and its skill.md, dry-run it on the wallet proxy,
+assess risk, ask policy, and queue it for the operator (or reject, deny, auto-approve).
+
+Spends nothing: the only proxy call here is `dryRun: true`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from decimal import Decimal
+
+from svc_console.core import risk
+from svc_console.core.models import Decision, EndpointRecord, Estimate, Kind, SpendRequest
+from svc_console.core.money import format_usdc
+from svc_console.core.sanitize import inert_line
+from svc_console.core.states import State
+from svc_console.ledger import Ledger
+from svc_console.market import errors
+from svc_console.market.gateway import Marketplace
+from svc_console.policy import PolicyEngine
+
+log = logging.getLogger(__name__)
+MAX_SKILL_CHARS = 20_000
+
+
+@dataclass
+class Intake:
+    ledger: Ledger
+    market: Marketplace
+    policy: PolicyEngine
+    pending_ttl_s: float
+
+    async def run(self, request: SpendRequest, now: float) -> State:
+        """Take a `received` (or, after a restart, `inspecting`) request as far as it can go
+        without the operator; returns the state it ended in."""
+        if request.state == State.received:
+            self.ledger.transition(request.id, State.inspecting, at=now)
+        if request.kind != Kind.market_call:
+            return self._reject(
+                request, now, f"{request.kind} requests are not supported by this console yet"
+            )
+        try:
+            endpoint = await self.market.rest.endpoint(request.endpoint_id or "")
+            skill = await self.market.rest.skill(endpoint.id)
+            dry_run = await self.market.wallet.dry_run(
+                endpoint.protocols[0], endpoint.id, request.inputs
+            )
+        except errors.EndpointNotFound:
+            return self._reject(request, now, f"no endpoint {inert_line(request.endpoint_id)}")
+        except errors.NotInRegistry:
+            return self._reject(
+                request, now, "the endpoint is not in the marketplace's allowlisted registry"
+            )
+        except errors.InvalidInputs as exc:
+            problems = "; ".join(
+                f"{inert_line(f.get('field', '?'), 40)} {inert_line(f.get('problem', ''), 80)}"
+                for f in exc.fields
+                if isinstance(f, dict)
+            )
+            return self._reject(request, now, f"invalid inputs: {problems or exc.message}")
+        except errors.MarketError as exc:
+            return self._reject(request, now, f"could not inspect the endpoint: {exc.message}")
+
+        estimate = Estimate(
+            amount_usdc=dry_run.estimated_usdc,
+            min_usdc=dry_run.min_usdc,
+            max_usdc=dry_run.max_usdc,
+            chain=dry_run.chain,
+            protocol=dry_run.protocol,
+        )
+        lowest = estimate.min_usdc if estimate.min_usdc is not None else estimate.amount_usdc
+        if request.max_usdc is not None and lowest > request.max_usdc:
+            return self._reject(
+                request,
+                now,
+                f"costs at least {format_usdc(lowest)} USDC, above the agent's max_usdc"
+                f" of {format_usdc(request.max_usdc)}",
+                endpoint=endpoint,
+                estimate=estimate,
+            )
+        flags = risk.assess(
+            endpoint,
+            estimate,
+            request.inputs,
+            first_use_of_provider=not self.ledger.provider_used_before(
+                endpoint.provider, request.id
+            ),
+            agent_max_usdc=request.max_usdc,
+            balance_usdc=dry_run.balance_usdc,
+        )
+        verdict = self.policy.evaluate(request, endpoint, estimate)
+        learned = {
+            "endpoint": endpoint,
+            "estimate": estimate,
+            "risk": flags,
+            "verdict": verdict,
+            "skill": skill[:MAX_SKILL_CHARS],
+        }
+        if verdict.outcome == "deny":
+            self.ledger.transition(
+                request.id, State.denied, at=now, reason=verdict.summary, **learned
+            )
+            return State.denied
+        if verdict.outcome == "auto_approve":
+            decision = Decision(
+                approved=True,
+                by=f"policy: {verdict.rules[0] if verdict.rules else 'auto-approve'}",
+                at=now,
+                ceiling_usdc=approval_ceiling(request, estimate),
+            )
+            self.ledger.decide(request.id, decision, State.auto_approved, **learned)
+            return State.auto_approved
+        self.ledger.transition(
+            request.id, State.pending, at=now, expires_at=now + self.pending_ttl_s, **learned
+        )
+        return State.pending
+
+    def _reject(
+        self,
+        request: SpendRequest,
+        now: float,
+        reason: str,
+        *,
+        endpoint: EndpointRecord | None = None,
+        estimate: Estimate | None = None,
+    ) -> State:
+        log.info("request %s rejected: %s", request.id, reason)
+        self.ledger.transition(
+            request.id, State.rejected, at=now, reason=reason, endpoint=endpoint, estimate=estimate
+        )
+        return State.rejected
+
+
+def approval_ceiling(request: SpendRequest, estimate: Estimate) -> Decimal:
+    """The most this approval lets the console pay: the estimate's upper bound, never above the
+    agent's own max_usdc."""
+    ceiling = estimate.ceiling
+    if request.max_usdc is not None:
+        ceiling = min(ceiling, request.max_usdc)
+    return ceiling

@@ -1,0 +1,315 @@
+"""The broker's API, used alike by the socket (agents, the CLI) and the TUI (in process).
+
+It owns the request lifecycle: submit → intake (pipeline) → pending → decision → execution, plus
+expiry and recovery after a restart. Listeners (the TUI) are told of every change; agents waiting on
+a request are woken when it reaches a final state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from svc_console.broker import errors
+from svc_console.broker.executor import MAX_ATTEMPTS, Executor
+from svc_console.broker.params import ApproveParams, DenyParams, SubmitParams
+from svc_console.broker.pipeline import Intake, approval_ceiling
+from svc_console.core.models import Decision, SpendRequest
+from svc_console.core.money import format_usdc
+from svc_console.core.states import CANCELLABLE, FINAL, State
+from svc_console.ledger import Ledger
+from svc_console.market.gateway import Marketplace
+from svc_console.policy import ManualReview, PolicyEngine
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[SpendRequest], None]
+LIVE_FOR_OPERATOR = (State.pending,)
+HISTORY = (*FINAL, State.approved, State.auto_approved, State.executing, State.awaiting_funds)
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    pending_ttl_s: float = 900.0
+    # Above this ceiling the operator types the amount to approve (a policy may set it lower).
+    confirm_above_usdc: Decimal | None = Decimal("1")
+    expiry_tick_s: float = 0.2
+
+
+def new_request_id() -> str:
+    return f"req_{secrets.token_hex(6)}"
+
+
+class Broker:
+    def __init__(
+        self,
+        ledger: Ledger,
+        market: Marketplace,
+        *,
+        config: BrokerConfig | None = None,
+        policy: PolicyEngine | None = None,
+        clock: Callable[[], float] = time.time,
+        new_id: Callable[[], str] = new_request_id,
+    ):
+        self.ledger = ledger
+        self.market = market
+        self.config = config or BrokerConfig()
+        self.clock = clock
+        self._new_id = new_id
+        self._intake = Intake(ledger, market, policy or ManualReview(), self.config.pending_ttl_s)
+        self._executor = Executor(ledger, market, clock, self.config.pending_ttl_s)
+        self._listeners: list[Listener] = []
+        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._expiry: asyncio.Task[None] | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> list[SpendRequest]:
+        """Recover what a previous process left mid-way, start the expiry clock. Returns the
+        requests recovery could not settle (left `unknown`) for the operator to reconcile."""
+        unsettled = self._recover()
+        self._expiry = asyncio.create_task(self._expire_forever(), name="broker-expiry")
+        return unsettled
+
+    async def stop(self) -> None:
+        tasks = [*self._tasks, *([self._expiry] if self._expiry else [])]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for waiters in self._waiters.values():
+            for waiter in waiters:
+                waiter.cancel()
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    # -- agents -------------------------------------------------------------------------------
+
+    async def submit(self, params: SubmitParams) -> SpendRequest:
+        if params.idempotency_key:
+            existing = self.ledger.find_by_idempotency(params.agent, params.idempotency_key)
+            if existing is not None:
+                return existing
+        now = self.clock()
+        request = SpendRequest(
+            id=self._new_id(),
+            state=State.received,
+            created_at=now,
+            updated_at=now,
+            **params.model_dump(),
+        )
+        self.ledger.insert_request(request)
+        self._changed(request.id)
+        self._spawn(self._take_in(request), f"intake-{request.id}")
+        return request
+
+    async def wait(self, request_id: str, timeout_s: float) -> SpendRequest:
+        """Until the request is final (or the timeout passes): its state then."""
+        request = self.get(request_id)
+        if request.state in FINAL or timeout_s <= 0:
+            return request
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(request_id, set()).add(waiter)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter, timeout_s)
+        finally:
+            waiters = self._waiters.get(request_id)
+            if waiters is not None:
+                waiters.discard(waiter)
+                if not waiters:
+                    del self._waiters[request_id]
+        return self.get(request_id)
+
+    def get(self, request_id: str) -> SpendRequest:
+        request = self.ledger.get(request_id)
+        if request is None:
+            raise errors.UnknownRequest(f"no request {request_id}")
+        return request
+
+    async def cancel(self, request_id: str) -> SpendRequest:
+        request = self.get(request_id)
+        if request.state not in CANCELLABLE:
+            raise errors.WrongState(
+                f"request {request_id} is {request.state} and can no longer be cancelled"
+            )
+        self.ledger.transition(
+            request_id, State.cancelled, at=self.clock(), reason="cancelled by the agent"
+        )
+        self._changed(request_id)
+        return self.get(request_id)
+
+    # -- operators ----------------------------------------------------------------------------
+
+    def pending(self, limit: int = 500) -> list[SpendRequest]:
+        return self.ledger.in_states(LIVE_FOR_OPERATOR, limit=limit)
+
+    def history(self, limit: int = 200) -> list[SpendRequest]:
+        return self.ledger.in_states(HISTORY, limit=limit, newest_first=True)
+
+    def confirmation_needed(self, request: SpendRequest) -> Decimal | None:
+        """The amount the operator must type to approve, or None when a keypress is enough."""
+        threshold = self.config.confirm_above_usdc
+        if request.estimate is None or threshold is None:
+            return None
+        ceiling = approval_ceiling(request, request.estimate)
+        return ceiling if ceiling > threshold else None
+
+    async def approve(self, params: ApproveParams, *, by: str = "operator") -> SpendRequest:
+        request = self._pending(params.request_id)
+        assert request.estimate is not None  # every pending request was priced by its dry run
+        needed = self.confirmation_needed(request)
+        if needed is not None and params.confirm_amount != needed:
+            raise errors.ConfirmationRequired(
+                f"type the amount to approve: {format_usdc(needed)} USDC",
+                amount=format_usdc(needed),
+            )
+        decision = Decision(
+            approved=True,
+            by=by,
+            at=self.clock(),
+            ceiling_usdc=approval_ceiling(request, request.estimate),
+            note=params.note,
+        )
+        self.ledger.decide(request.id, decision, State.approved)
+        self._changed(request.id)
+        self._spawn(self._execute(request.id), f"execute-{request.id}")
+        return self.get(request.id)
+
+    async def deny(self, params: DenyParams, *, by: str = "operator") -> SpendRequest:
+        request = self._pending(params.request_id)
+        decision = Decision(approved=False, by=by, at=self.clock(), note=params.reason)
+        self.ledger.decide(request.id, decision, State.denied)
+        self._changed(request.id)
+        return self.get(request.id)
+
+    async def retry_funded(self, request_id: str) -> SpendRequest:
+        """The single retry after the wallet was funded, within the same approval."""
+        request = self.get(request_id)
+        if request.state != State.awaiting_funds:
+            raise errors.WrongState(f"request {request_id} is {request.state}, not awaiting funds")
+        if self.ledger.attempts(request_id) >= MAX_ATTEMPTS:
+            raise errors.WrongState(f"request {request_id} has had its one retry")
+        self._spawn(self._execute(request_id), f"retry-{request_id}")
+        return request
+
+    def _pending(self, request_id: str) -> SpendRequest:
+        request = self.get(request_id)
+        if request.state != State.pending:
+            raise errors.WrongState(f"request {request_id} is {request.state}, not pending")
+        return request
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any], name: str) -> None:
+        task = asyncio.create_task(coroutine, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _take_in(self, request: SpendRequest) -> None:
+        try:
+            state = await self._intake.run(request, self.clock())
+        except Exception as exc:  # a request the pipeline could not finish must not hang
+            if not _moved_on(exc):
+                log.exception("intake of %s failed", request.id)
+                self._fail_intake(request.id, exc)
+            self._changed(request.id)
+            return
+        self._changed(request.id)
+        if state == State.auto_approved:
+            await self._execute(request.id)
+
+    def _fail_intake(self, request_id: str, exc: Exception) -> None:
+        with contextlib.suppress(Exception):
+            self.ledger.transition(
+                request_id,
+                State.rejected,
+                at=self.clock(),
+                reason=f"internal error while inspecting ({type(exc).__name__}); see the log",
+            )
+
+    async def _execute(self, request_id: str) -> None:
+        # Woken once the execution row is committed, so the TUI shows `executing` during the call.
+        task = asyncio.current_task()
+        assert task is not None
+        try:
+            await self._executor.run(request_id)
+        except Exception:
+            log.exception("execution of %s failed", request_id)
+        self._changed(request_id)
+
+    async def _expire_forever(self) -> None:
+        while True:
+            try:
+                self._expire_due()
+            except Exception:
+                log.exception("expiry sweep failed")
+            await asyncio.sleep(self.config.expiry_tick_s)
+
+    def _expire_due(self) -> None:
+        now = self.clock()
+        for request_id in self.ledger.expired_ids(now):
+            self.ledger.transition(
+                request_id,
+                State.expired,
+                at=now,
+                reason="no decision before the request's lifetime ran out",
+            )
+            self._changed(request_id)
+
+    def _recover(self) -> list[SpendRequest]:
+        unsettled = []
+        for request in self.ledger.unfinished():
+            now = self.clock()
+            if request.state in (State.received, State.inspecting):
+                self._spawn(self._take_in(request), f"intake-{request.id}")
+            elif request.state in (State.approved, State.auto_approved):
+                self._spawn(self._execute(request.id), f"execute-{request.id}")
+            elif request.state == State.executing:
+                execution = self.ledger.in_flight_execution(request.id)
+                reason = (
+                    "the console stopped while this call was in flight; it may have been"
+                    " charged: reconcile with the usage history, never retry blindly"
+                )
+                if execution is not None:
+                    self.ledger.finish_execution(execution, State.unknown, at=now, error=reason)
+                else:
+                    self.ledger.transition(request.id, State.unknown, at=now, reason=reason)
+                unsettled.append(self.get(request.id))
+            elif request.state == State.repriced:
+                self.ledger.transition(
+                    request.id, State.pending, at=now, expires_at=now + self.config.pending_ttl_s
+                )
+        return unsettled
+
+    def _changed(self, request_id: str) -> None:
+        request = self.ledger.get(request_id)
+        if request is None:
+            return
+        if request.state in FINAL:
+            for waiter in self._waiters.get(request_id, ()):
+                if not waiter.done():
+                    waiter.set_result(None)
+        for listener in list(self._listeners):
+            try:
+                listener(request)
+            except Exception:
+                log.exception("a listener failed")
+
+
+def _moved_on(exc: Exception) -> bool:
+    """True when intake lost a race it should lose (the agent cancelled meanwhile)."""
+    from svc_console.core.states import IllegalTransition
+
+    return isinstance(exc, IllegalTransition)

@@ -1,0 +1,192 @@
+"""Pydantic models of the domain: endpoints as the marketplace describes them, spend requests as an
+agent submits them, and what the console learns and decides about each.
+
+Field names on the wire follow SPEC.md (`qualityScore`, `domain_type`); Python names are snake_case.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import AliasGenerator, BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+from svc_console.core.money import Usdc
+from svc_console.core.states import State
+
+
+class Wire(BaseModel):
+    """The marketplace's own records: accept both spellings, emit the marketplace's."""
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True, frozen=True)
+
+
+class Model(BaseModel):
+    """The console's records (the socket speaks snake_case); camelCase accepted from the market."""
+
+    model_config = ConfigDict(
+        alias_generator=AliasGenerator(validation_alias=to_camel),
+        populate_by_name=True,
+        frozen=True,
+    )
+
+
+class Pricing(Wire):
+    """The catalogue's price: an estimate only; the runtime 402/MPP challenge is authoritative."""
+
+    model: Literal["fixed", "dynamic"]
+    amount_usdc: Usdc | None = Field(None, alias="amountUsdc")
+    min_usdc: Usdc | None = Field(None, alias="minUsdc")
+    max_usdc: Usdc | None = Field(None, alias="maxUsdc")
+
+    @model_validator(mode="after")
+    def _complete(self) -> Pricing:
+        if self.model == "fixed" and self.amount_usdc is None:
+            raise ValueError("fixed pricing needs amountUsdc")
+        if self.model == "dynamic" and (self.min_usdc is None or self.max_usdc is None):
+            raise ValueError("dynamic pricing needs minUsdc and maxUsdc")
+        return self
+
+    @property
+    def ceiling(self) -> Usdc:
+        """The most one call can cost according to the catalogue."""
+        return self.amount_usdc if self.model == "fixed" else self.max_usdc  # type: ignore[return-value]
+
+
+class EndpointRecord(Wire):
+    """`GET /api/endpoints/{id}`: one callable endpoint of a market provider."""
+
+    id: str
+    name: str
+    description: str = ""
+    provider: str
+    provider_name: str = Field(alias="providerName")
+    origin: Literal["publisher", "registry"]
+    domain_type: str
+    product_class: str
+    chains: list[str]
+    protocols: list[Literal["x402", "mpp"]]
+    pricing: Pricing
+    verified: bool
+    quality_score: float = Field(alias="qualityScore", ge=0, le=1)
+    reliability: float = Field(ge=0, le=1)
+    inputs: dict[str, Any] = Field(default_factory=dict, description="JSON Schema of the inputs")
+    tags: list[str] = Field(default_factory=list)
+
+
+class DryRun(Wire):
+    """What the wallet proxy answers to `dryRun: true`: validated, priced, nothing spent."""
+
+    endpoint_id: str = Field(alias="endpointId")
+    protocol: Literal["x402", "mpp"]
+    chain: str
+    estimated_usdc: Usdc = Field(alias="estimatedUsdc")
+    min_usdc: Usdc | None = Field(None, alias="minUsdc")
+    max_usdc: Usdc | None = Field(None, alias="maxUsdc")
+    required_fields: list[str] = Field(default_factory=list, alias="requiredFields")
+    policy: dict[str, Any] = Field(default_factory=dict)
+    balance_usdc: Usdc | None = Field(None, alias="balanceUsdc")
+
+    @property
+    def ceiling(self) -> Usdc:
+        return self.max_usdc if self.max_usdc is not None else self.estimated_usdc
+
+
+class Receipt(Model):
+    protocol: Literal["x402", "mpp"]
+    network: str
+    transaction: str
+    idempotency_key: str
+
+
+class Outcome(Model):
+    """A successful paid call. `body` is untrusted upstream data, kept verbatim."""
+
+    status: int
+    content_type: str
+    body: str
+    body_encoding: Literal["utf-8", "base64"] = "utf-8"
+    charged_usdc: Usdc
+    chain: str
+    receipt: Receipt
+
+
+class Kind(StrEnum):
+    market_call = "market_call"
+    dataset = "dataset"
+    breed_agent = "breed_agent"
+    merge_models = "merge_models"
+
+
+class Severity(StrEnum):
+    info = "info"
+    warn = "warn"
+    high = "high"
+
+
+class RiskFlag(Model):
+    code: str
+    severity: Severity
+    reason: str
+
+
+class Estimate(Model):
+    """The price the operator is asked to approve, from the dry run."""
+
+    amount_usdc: Usdc
+    min_usdc: Usdc | None = None
+    max_usdc: Usdc | None = None
+    chain: str
+    protocol: Literal["x402", "mpp"]
+
+    @property
+    def dynamic(self) -> bool:
+        return self.max_usdc is not None and self.max_usdc != self.min_usdc
+
+    @property
+    def ceiling(self) -> Usdc:
+        return self.max_usdc if self.max_usdc is not None else self.amount_usdc
+
+
+class Verdict(Model):
+    """What policy said before the operator saw the request."""
+
+    outcome: Literal["deny", "auto_approve", "ask"]
+    summary: str
+    rules: list[str] = Field(default_factory=list)
+
+
+class Decision(Model):
+    approved: bool
+    by: str
+    at: float
+    ceiling_usdc: Usdc | None = None
+    note: str | None = None
+
+
+class SpendRequest(Model):
+    """A request as the ledger holds it and `spend.get` returns it."""
+
+    id: str
+    agent: str
+    kind: Kind
+    endpoint_id: str | None = None
+    dataset_id: str | None = None
+    inputs: dict[str, Any]
+    purpose: str
+    max_usdc: Usdc | None = None
+    idempotency_key: str | None = None
+    state: State
+    reason: str | None = None
+    created_at: float
+    updated_at: float
+    expires_at: float | None = None
+    endpoint: EndpointRecord | None = None
+    estimate: Estimate | None = None
+    risk: list[RiskFlag] = Field(default_factory=list)
+    verdict: Verdict | None = None
+    decision: Decision | None = None
+    outcome: Outcome | None = None
+    skill: str | None = Field(None, description="the endpoint's skill.md, untrusted text")
+    funding_url: str | None = None

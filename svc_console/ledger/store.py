@@ -1,0 +1,330 @@
+"""The ledger: one SQLite file (WAL), written through sqlite-utils by one broker at a time.
+
+Every change of a request's state is one transaction together with its event, so the event log and
+the tables never disagree. A decision is its own committed transaction before any execution row
+exists (DESIGN.md invariant 1); an execution row exists before the proxy is called, so a crash
+mid-call leaves evidence (invariant 3).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from svc_console.core.models import Decision, Outcome, SpendRequest
+from svc_console.core.money import from_atomic, to_atomic
+from svc_console.core.states import FINAL, State, check_transition
+from svc_console.ledger.schema import migrate
+
+GENESIS = "0" * 64
+_JSON_COLUMNS = ("inputs", "endpoint", "estimate", "risk", "verdict")
+
+
+class LedgerLocked(Exception):
+    """Another broker already holds this ledger."""
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+class Ledger:
+    def __init__(self, path: Path, *, exclusive: bool = True):
+        """Open (creating if needed) the ledger. `exclusive` takes the writer's lock, so two brokers
+        never interleave decisions and executions on one file."""
+        self.path = path
+        self._lock_fd: int | None = None
+        if exclusive:
+            self._lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(self._lock_fd)
+                raise LedgerLocked(
+                    f"another svc-console broker is using {path}; stop it or set SVC_CONSOLE_HOME"
+                ) from None
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.close(fd)
+        self.db = sqlite_utils.Database(sqlite3.connect(path, check_same_thread=False))
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.execute("PRAGMA busy_timeout=5000")
+        migrate(self.db)
+        for suffix in ("-wal", "-shm"):
+            sidecar = Path(f"{path}{suffix}")
+            if sidecar.exists():
+                sidecar.chmod(0o600)
+        last = self.db.execute("SELECT hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        self._last_hash = last[0] if last else GENESIS
+
+    def close(self) -> None:
+        self.db.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # -- events -------------------------------------------------------------------------------
+
+    def _event(self, request_id: str | None, kind: str, data: dict[str, Any], at: float) -> None:
+        """Append one link of the hash chain; callers hold the transaction."""
+        payload = _dumps({"at": at, "request_id": request_id, "type": kind, "data": data})
+        digest = hashlib.sha256((self._last_hash + payload).encode()).hexdigest()
+        self.db["events"].insert(
+            {
+                "at": at,
+                "request_id": request_id,
+                "type": kind,
+                "data": _dumps(data),
+                "prev_hash": self._last_hash,
+                "hash": digest,
+            }
+        )
+        self._last_hash = digest
+
+    def events(self, request_id: str) -> list[dict[str, Any]]:
+        return list(self.db["events"].rows_where("request_id = ?", [request_id], order_by="seq"))
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def insert_request(self, request: SpendRequest) -> None:
+        row = request.model_dump(mode="json", exclude={"decision", "outcome", "max_usdc"})
+        row["max_usdc"] = to_atomic(request.max_usdc) if request.max_usdc is not None else None
+        row["provider"] = request.endpoint.provider if request.endpoint else None
+        for column in _JSON_COLUMNS:
+            if row.get(column) is not None:
+                row[column] = _dumps(row[column])
+        with self.db.atomic():
+            self.db["requests"].insert(row)
+            self._event(request.id, "received", {"agent": request.agent}, request.created_at)
+
+    def get(self, request_id: str) -> SpendRequest | None:
+        row = self.db.execute("SELECT * FROM requests WHERE id = ?", [request_id]).fetchone()
+        if row is None:
+            return None
+        return self._hydrate(dict(zip(self._columns("requests"), row, strict=True)))
+
+    def find_by_idempotency(self, agent: str, key: str) -> SpendRequest | None:
+        row = self.db.execute(
+            "SELECT id FROM requests WHERE agent = ? AND idempotency_key = ?", [agent, key]
+        ).fetchone()
+        return self.get(row[0]) if row else None
+
+    def transition(
+        self, request_id: str, target: State, *, at: float | None = None, **fields: Any
+    ) -> None:
+        """Move a request to `target`, checking the state machine, with any fields it learned
+        (endpoint, estimate, risk, verdict, reason, expires_at, funding_url) in one transaction."""
+        at = time.time() if at is None else at
+        with self.db.atomic():
+            current = self._state(request_id)
+            check_transition(current, target)
+            self._write_state(request_id, target, at, fields)
+
+    def _write_state(self, request_id: str, target: State, at: float, fields: dict) -> None:
+        updates: dict[str, Any] = {"state": str(target), "updated_at": at}
+        for key, value in fields.items():
+            if key in _JSON_COLUMNS:
+                value = _dumps(_jsonable(value)) if value is not None else None
+            updates[key] = value
+        if fields.get("endpoint") is not None:
+            updates["provider"] = fields["endpoint"].provider
+        self.db["requests"].update(request_id, updates)
+        self._event(request_id, str(target), {"reason": fields.get("reason")}, at)
+
+    def _state(self, request_id: str) -> State:
+        row = self.db.execute("SELECT state FROM requests WHERE id = ?", [request_id]).fetchone()
+        if row is None:
+            raise KeyError(request_id)
+        return State(row[0])
+
+    # -- decisions and executions -------------------------------------------------------------
+
+    def decide(self, request_id: str, decision: Decision, target: State, **fields: Any) -> int:
+        """Commit a decision and the state it leads to; returns the decision's id. Committed
+        before this returns, so no execution can start on an unrecorded decision."""
+        with self.db.atomic():
+            check_transition(self._state(request_id), target)
+            decision_id = (
+                self.db["decisions"]
+                .insert(
+                    {
+                        "request_id": request_id,
+                        "approved": int(decision.approved),
+                        "by": decision.by,
+                        "at": decision.at,
+                        "ceiling_usdc": to_atomic(decision.ceiling_usdc)
+                        if decision.ceiling_usdc is not None
+                        else None,
+                        "note": decision.note,
+                    }
+                )
+                .last_pk
+            )
+            reason = None if decision.approved else decision.note
+            self._write_state(request_id, target, decision.at, {"reason": reason, **fields})
+        return int(decision_id)
+
+    def latest_decision(self, request_id: str) -> tuple[int, Decision] | None:
+        row = self.db.execute(
+            "SELECT id, approved, by, at, ceiling_usdc, note FROM decisions"
+            " WHERE request_id = ? ORDER BY id DESC LIMIT 1",
+            [request_id],
+        ).fetchone()
+        if row is None:
+            return None
+        decision = Decision(
+            approved=bool(row[1]),
+            by=row[2],
+            at=row[3],
+            ceiling_usdc=from_atomic(row[4]) if row[4] is not None else None,
+            note=row[5],
+        )
+        return row[0], decision
+
+    def start_execution(
+        self, request_id: str, decision_id: int, attempt: int, idempotency_key: str, at: float
+    ) -> int:
+        """Record an attempt as in flight and move the request to `executing`, in one commit."""
+        with self.db.atomic():
+            check_transition(self._state(request_id), State.executing)
+            execution_id = (
+                self.db["executions"]
+                .insert(
+                    {
+                        "request_id": request_id,
+                        "decision_id": decision_id,
+                        "attempt": attempt,
+                        "idempotency_key": idempotency_key,
+                        "started_at": at,
+                        "status": "in_flight",
+                    }
+                )
+                .last_pk
+            )
+            self._write_state(request_id, State.executing, at, {"reason": None})
+        return int(execution_id)
+
+    def finish_execution(
+        self,
+        execution_id: int,
+        target: State,
+        *,
+        at: float,
+        outcome: Outcome | None = None,
+        error: str | None = None,
+        **fields: Any,
+    ) -> None:
+        with self.db.atomic():
+            row = self.db["executions"].get(execution_id)
+            check_transition(self._state(row["request_id"]), target)
+            self.db["executions"].update(
+                execution_id,
+                {
+                    "finished_at": at,
+                    "status": str(target),
+                    "charged_usdc": to_atomic(outcome.charged_usdc) if outcome else None,
+                    "chain": outcome.chain if outcome else None,
+                    "outcome": outcome.model_dump_json() if outcome else None,
+                    "error": error,
+                },
+            )
+            self._write_state(row["request_id"], target, at, {"reason": error, **fields})
+
+    def attempts(self, request_id: str) -> int:
+        return self.db.execute(
+            "SELECT count(*) FROM executions WHERE request_id = ?", [request_id]
+        ).fetchone()[0]
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def in_states(
+        self, states: Iterable[State], *, limit: int = 500, newest_first: bool = False
+    ) -> list[SpendRequest]:
+        names = [str(s) for s in states]
+        marks = ",".join("?" * len(names))
+        order = "DESC" if newest_first else "ASC"
+        rows = self.db.execute(
+            f"SELECT * FROM requests WHERE state IN ({marks}) ORDER BY created_at {order} LIMIT ?",
+            [*names, limit],
+        ).fetchall()
+        columns = self._columns("requests")
+        return [self._hydrate(dict(zip(columns, row, strict=True))) for row in rows]
+
+    def count_in_states(self, states: Iterable[State]) -> int:
+        names = [str(s) for s in states]
+        marks = ",".join("?" * len(names))
+        sql = f"SELECT count(*) FROM requests WHERE state IN ({marks})"
+        return self.db.execute(sql, names).fetchone()[0]
+
+    def expired_ids(self, now: float) -> list[str]:
+        rows = self.db.execute(
+            "SELECT id FROM requests WHERE state = 'pending' AND expires_at <= ?", [now]
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    def next_expiry(self) -> float | None:
+        row = self.db.execute(
+            "SELECT min(expires_at) FROM requests WHERE state = 'pending'"
+        ).fetchone()
+        return row[0]
+
+    def provider_used_before(self, provider: str, request_id: str) -> bool:
+        row = self.db.execute(
+            "SELECT 1 FROM requests WHERE provider = ? AND id != ? LIMIT 1", [provider, request_id]
+        ).fetchone()
+        return row is not None
+
+    def unfinished(self) -> list[SpendRequest]:
+        """Requests a previous process left mid-way (for recovery at start-up)."""
+        live = set(State) - FINAL - {State.pending}
+        return self.in_states(live, limit=1_000_000)
+
+    def in_flight_execution(self, request_id: str) -> int | None:
+        row = self.db.execute(
+            "SELECT id FROM executions WHERE request_id = ? AND status = 'in_flight'",
+            [request_id],
+        ).fetchone()
+        return row[0] if row else None
+
+    # -- rows to models -----------------------------------------------------------------------
+
+    def _columns(self, table: str) -> list[str]:
+        cache = self.__dict__.setdefault("_column_cache", {})
+        if table not in cache:
+            cache[table] = [c.name for c in self.db[table].columns]
+        return cache[table]
+
+    def _hydrate(self, row: dict[str, Any]) -> SpendRequest:
+        for column in _JSON_COLUMNS:
+            if row.get(column) is not None:
+                row[column] = json.loads(row[column])
+        row.pop("provider", None)
+        if row["max_usdc"] is not None:
+            row["max_usdc"] = from_atomic(row["max_usdc"])
+        latest = self.latest_decision(row["id"])
+        row["decision"] = latest[1] if latest else None
+        outcome = self.db.execute(
+            "SELECT outcome FROM executions WHERE request_id = ? AND outcome IS NOT NULL"
+            " ORDER BY id DESC LIMIT 1",
+            [row["id"]],
+        ).fetchone()
+        row["outcome"] = json.loads(outcome[0]) if outcome else None
+        return SpendRequest.model_validate(row)
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value

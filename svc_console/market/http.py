@@ -1,0 +1,88 @@
+"""The one place HTTP answers become typed results or `market.errors` exceptions."""
+
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import ValidationError
+
+from svc_console.market import errors
+
+T = TypeVar("T")
+
+# Connection errors before a byte was sent: nothing can have been spent.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol)
+
+
+def timeout(total_s: float = 30.0) -> httpx.Timeout:
+    return httpx.Timeout(total_s, connect=5.0)
+
+
+async def send(client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> httpx.Response:
+    try:
+        return await client.request(method, url, **kwargs)
+    except _NOT_SENT as exc:
+        raise errors.ServiceUnreachable(f"cannot reach {client.base_url.host}: {exc}") from None
+    except httpx.TransportError as exc:
+        raise errors.OutcomeUnknown(
+            f"{client.base_url.host} did not answer ({type(exc).__name__})"
+        ) from None
+
+
+def _error_body(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    error = body.get("error") if isinstance(body, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
+def _decimal(value: Any) -> Decimal | None:
+    try:
+        return Decimal(str(value)) if value is not None else None
+    except ArithmeticError:
+        return None
+
+
+def raise_for_error(response: httpx.Response) -> None:
+    if response.is_success:
+        return
+    error = _error_body(response)
+    code = str(error.get("code") or f"HTTP_{response.status_code}")
+    message = str(error.get("message") or response.reason_phrase or "request failed")
+    status = response.status_code
+    if status == 401:
+        raise errors.Unauthorized("the service refused the credentials (401)")
+    if code == "WALLET_UNFUNDED":
+        raise errors.WalletUnfunded(
+            message,
+            funding_url=str(error.get("fundingUrl") or ""),
+            balance=_decimal(error.get("balanceUsdc")),
+            required=_decimal(error.get("requiredUsdc")) or Decimal(0),
+        )
+    if code == "NOT_IN_REGISTRY":
+        raise errors.NotInRegistry(message)
+    if code == "INVALID_INPUTS":
+        fields = error.get("fields")
+        raise errors.InvalidInputs(message, fields if isinstance(fields, list) else [])
+    if code == "PRICE_ABOVE_CEILING":
+        raise errors.PriceAboveCeiling(
+            message,
+            price=_decimal(error.get("priceUsdc")) or Decimal(0),
+            chain=str(error.get("chain") or ""),
+        )
+    if status == 404:
+        raise errors.EndpointNotFound(message)
+    raise errors.UpstreamError(f"{message} ({status})", code=code)
+
+
+def parse(response: httpx.Response, build: Callable[[Any], T]) -> T:
+    raise_for_error(response)
+    try:
+        return build(response.json())
+    except (ValueError, ValidationError, TypeError, KeyError) as exc:
+        raise errors.MalformedResponse(
+            f"unexpected answer from {response.url.path}: {type(exc).__name__}"
+        ) from None

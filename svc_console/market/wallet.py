@@ -1,0 +1,80 @@
+"""Client of the agent wallet proxy at {wallet_api_base} (bearer apiToken).
+
+The proxy is the only thing that makes money move for market calls. `dry_run` spends nothing;
+`execute` is called only by the broker's executor, after a decision is committed, and always
+carries the approved ceiling and an idempotency key.
+"""
+
+from decimal import Decimal
+from typing import Any, Literal
+
+import httpx
+
+from svc_console.core.models import DryRun, Outcome
+from svc_console.core.money import format_usdc
+from svc_console.market import http
+
+Protocol = Literal["x402", "mpp"]
+_ACTIONS: dict[str, str] = {"x402": "x402/fetch", "mpp": "mpp/pay"}
+
+
+class WalletClient:
+    def __init__(
+        self,
+        api_base: str,
+        username: str,
+        api_token: str,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeout_s: float = 30.0,
+    ):
+        from urllib.parse import quote
+
+        self._prefix = f"/api/wallets/{quote(username, safe='')}/actions"
+        self._client = httpx.AsyncClient(
+            base_url=api_base,
+            headers={"Authorization": f"Bearer {api_token}"},
+            timeout=http.timeout(timeout_s),
+            transport=transport,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def dry_run(self, protocol: Protocol, endpoint_id: str, inputs: dict[str, Any]) -> DryRun:
+        body = {"endpointId": endpoint_id, "inputs": inputs, "dryRun": True, "approved": False}
+        response = await http.send(self._client, "POST", self._action(protocol), json=body)
+        return http.parse(response, DryRun.model_validate)
+
+    async def execute(
+        self,
+        protocol: Protocol,
+        endpoint_id: str,
+        inputs: dict[str, Any],
+        *,
+        ceiling_usdc: Decimal,
+        chain: str,
+        idempotency_key: str,
+    ) -> Outcome:
+        """Pay and call. The proxy refuses (PriceAboveCeiling) rather than pay above the ceiling or
+        on another chain than the one approved."""
+        body = {
+            "endpointId": endpoint_id,
+            "inputs": inputs,
+            "dryRun": False,
+            "approved": True,
+            "maxUsdc": format_usdc(ceiling_usdc),
+            "chain": chain,
+            "idempotencyKey": idempotency_key,
+        }
+        response = await http.send(
+            self._client,
+            "POST",
+            self._action(protocol),
+            json=body,
+            headers={"Idempotency-Key": idempotency_key},
+        )
+        return http.parse(response, Outcome.model_validate)
+
+    def _action(self, protocol: Protocol) -> str:
+        return f"{self._prefix}/{_ACTIONS[protocol]}"

@@ -1,0 +1,103 @@
+"""The composition root: builds the ledger, the marketplace clients (or the embedded sandbox), the
+broker and its socket from the settings, and tears them down in order.
+
+`svc-console serve`, the TUI and the tests all start the console through `Runtime`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from svc_console.broker import Broker, BrokerConfig
+from svc_console.broker.socket_server import ApprovalSocket, load_operator_token
+from svc_console.ledger import Ledger
+from svc_console.market.gateway import Marketplace
+from svc_console.settings import Paths, ServiceConfig, ensure_private_dir
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    paths: Paths
+    service: ServiceConfig | None = None
+    config: BrokerConfig = field(default_factory=BrokerConfig)
+    broker_options: dict[str, Any] = field(default_factory=dict)
+    sandbox: Any = None  # the embedded SandboxServer, when no service is configured
+    ledger: Ledger | None = None
+    market: Marketplace | None = None
+    broker: Broker | None = None
+    socket: ApprovalSocket | None = None
+    _owns_sandbox: bool = False
+
+    async def start(self) -> Broker:
+        ensure_private_dir(self.paths.home)
+        self.ledger = Ledger(self.paths.ledger(sandbox=self.service is None))
+        try:
+            self.market = self._connect()
+            self.broker = Broker(
+                self.ledger, self.market, config=self.config, **self.broker_options
+            )
+            unsettled = await self.broker.start()
+            for request in unsettled:
+                log.warning("request %s was in flight at the last stop: now unknown", request.id)
+            token = load_operator_token(self.paths.operator_token)
+            self.socket = ApprovalSocket(self.broker, self.paths.socket, token)
+            await self.socket.start()
+        except BaseException:
+            await self.stop()
+            raise
+        log.info("broker started; socket %s; service %s", self.paths.socket, self.market.base_url)
+        return self.broker
+
+    def _connect(self) -> Marketplace:
+        if self.service is not None:
+            s = self.service
+            return Marketplace.connect(
+                base_url=s.base_url,
+                wallet_api_base=s.wallet_api_base,
+                api_key=s.api_key,
+                username=s.username,
+                api_token=s.api_token,
+                sandbox=False,
+            )
+        if self.sandbox is None:
+            from svc_console.sandbox.server import SandboxServer
+
+            self.sandbox = SandboxServer()
+            self._owns_sandbox = True
+        base_url = self.sandbox.start() if self._owns_sandbox else self.sandbox.base_url
+        state = self.sandbox.state
+        return Marketplace.connect(
+            base_url=base_url,
+            wallet_api_base=base_url,
+            api_key=state.api_key,
+            username=state.username,
+            api_token=state.api_token,
+            sandbox=True,
+        )
+
+    async def stop(self) -> None:
+        if self.socket is not None:
+            await self.socket.stop()
+            self.socket = None
+        if self.broker is not None:
+            await self.broker.stop()
+            self.broker = None
+        if self.market is not None:
+            await self.market.aclose()
+            self.market = None
+        if self.sandbox is not None and self._owns_sandbox:
+            self.sandbox.stop()
+        if self.ledger is not None:
+            self.ledger.close()
+            self.ledger = None
+
+    async def __aenter__(self) -> Runtime:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

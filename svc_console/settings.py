@@ -1,0 +1,132 @@
+"""Where svc-console keeps its state and which service it speaks to, from the environment.
+
+Everything lives under one home folder (SVC_CONSOLE_HOME, else the platform's user data dir),
+created owner-only. The spec's own files (`~/.svc-agentwallet/config.json`, `~/.svc-wallet.json`)
+are read from the user's home, or from SVC_CONSOLE_HOME when that is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# sun_path of a Unix socket holds 108 bytes on Linux, including the terminating NUL.
+MAX_SOCKET_PATH = 107
+
+
+class SettingsError(Exception):
+    """A setting or a settings file is wrong; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Paths:
+    home: Path
+    socket: Path
+    explicit_home: bool
+
+    def ledger(self, *, sandbox: bool) -> Path:
+        """Sandbox play never mixes with real spend in finance's history."""
+        return self.home / ("ledger-sandbox.db" if sandbox else "ledger.db")
+
+    @property
+    def logs(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def operator_token(self) -> Path:
+        return self.home / "operator.token"
+
+    @property
+    def sandbox(self) -> Path:
+        return self.home / "sandbox"
+
+    @property
+    def user_home(self) -> Path:
+        """What the spec calls `~`: SVC_CONSOLE_HOME when set (tests never touch the real home)."""
+        return self.home if self.explicit_home else Path.home()
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """A real marketplace to speak to. Absent means the embedded sandbox."""
+
+    base_url: str
+    wallet_api_base: str
+    api_key: str
+    username: str
+    api_token: str
+
+    def __repr__(self) -> str:  # never let a credential reach a log line or a traceback
+        return f"ServiceConfig(base_url={self.base_url!r}, username={self.username!r})"
+
+
+def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:
+    env = os.environ if env is None else env
+    explicit = bool(env.get("SVC_CONSOLE_HOME"))
+    if explicit:
+        home = Path(env["SVC_CONSOLE_HOME"]).expanduser().absolute()
+    else:
+        import platformdirs
+
+        home = Path(platformdirs.user_data_dir("svc-console", appauthor=False))
+    socket = Path(env["SVC_CONSOLE_SOCKET"]) if env.get("SVC_CONSOLE_SOCKET") else home / "svc.sock"
+    return Paths(home=home, socket=socket.expanduser().absolute(), explicit_home=explicit)
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create a folder readable by its owner only, tightening it if it already exists."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if stat.S_IMODE(path.stat().st_mode) != 0o700:
+        path.chmod(0o700)
+    return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file that only its owner can read, atomically (never a half-written secret)."""
+    ensure_private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+def read_private(path: Path) -> str:
+    """Read an owner-only file; refuse one that others can read (it may hold a secret)."""
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        raise SettingsError(f"{path} is readable by others (mode {mode:o}); run: chmod 600 {path}")
+    return path.read_text()
+
+
+def service_config(paths: Paths, env: Mapping[str, str] | None = None) -> ServiceConfig | None:
+    """The configured service, or None for the embedded sandbox (SVC_BASE_URL unset)."""
+    env = os.environ if env is None else env
+    base_url = env.get("SVC_BASE_URL")
+    if not base_url:
+        return None
+    api_key = env.get("SVC_API_KEY")
+    if not api_key:
+        raise SettingsError("SVC_BASE_URL is set but SVC_API_KEY is not; run svc-console login")
+    wallet_path = Path(
+        env.get("SVC_WALLET_CONFIG") or paths.user_home / ".svc-agentwallet" / "config.json"
+    )
+    if not wallet_path.exists():
+        raise SettingsError(f"no wallet config at {wallet_path}; run svc-console connect")
+    try:
+        wallet = json.loads(read_private(wallet_path))
+        username, api_token = wallet["username"], wallet["apiToken"]
+        api_base = env.get("SVC_WALLET_API_BASE") or wallet["apiBase"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SettingsError(f"{wallet_path} is not a complete wallet config ({exc})") from None
+    return ServiceConfig(
+        base_url=base_url.rstrip("/"),
+        wallet_api_base=api_base.rstrip("/"),
+        api_key=api_key,
+        username=username,
+        api_token=api_token,
+    )

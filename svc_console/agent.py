@@ -1,0 +1,306 @@
+"""The client agent authors import to ask svc-console before spending.
+
+It speaks the approval socket's public protocol (JSON-RPC 2.0, one object per line, over a Unix
+socket) and nothing else: an agent never holds the wallet credential, it only asks and waits.
+
+    from svc_console.agent import Agent
+
+    with Agent("research-bot") as agent:
+        ticket = agent.submit(endpoint_id="ep_websearch_basic",
+                              inputs={"query": "solar prices 2026"},
+                              purpose="background for the weekly energy note")
+        request = agent.wait_for_outcome(ticket["request_id"])
+        if request["state"] == "succeeded":
+            print(request["outcome"]["body"])
+
+`AsyncAgent` is the same for asyncio programs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+FINAL_STATES = frozenset(
+    {"rejected", "denied", "succeeded", "failed", "expired", "cancelled", "unknown"}
+)
+_WAIT_CHUNK_S = 300.0
+
+
+class AgentError(Exception):
+    """The broker refused a call; `reason` is its stable one-word reason."""
+
+    def __init__(self, code: int, reason: str, message: str, data: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.code, self.reason, self.message, self.data = code, reason, message, data or {}
+
+
+class NotConnected(AgentError):
+    def __init__(self, message: str):
+        super().__init__(0, "not_connected", message)
+
+
+def default_socket_path() -> Path:
+    from svc_console.settings import resolve_paths
+
+    return resolve_paths().socket
+
+
+def _submit_params(agent: str, kind: str, **fields: Any) -> dict[str, Any]:
+    params = {"agent": agent, "kind": kind, **fields}
+    if params.get("max_usdc") is not None:
+        params["max_usdc"] = str(params["max_usdc"])
+    return {key: value for key, value in params.items() if value is not None}
+
+
+def _encode(request_id: int, method: str, params: dict[str, Any]) -> bytes:
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def _result(reply: dict[str, Any]) -> Any:
+    if "error" in reply:
+        error = reply["error"]
+        data = error.get("data") or {}
+        raise AgentError(error.get("code", 0), data.get("reason", "error"), error["message"], data)
+    return reply["result"]
+
+
+class Agent:
+    """Blocking client: one call at a time over one connection."""
+
+    def __init__(
+        self,
+        name: str,
+        socket_path: str | os.PathLike[str] | None = None,
+        *,
+        token: str | None = None,
+        timeout_s: float = 30.0,
+    ):
+        self.name = name
+        self.path = Path(socket_path) if socket_path else default_socket_path()
+        self._token, self._timeout = token, timeout_s
+        self._sock: socket.socket | None = None
+        self._buffer = b""
+        self._ids = itertools.count(1)
+        self.hello_info: dict[str, Any] = {}
+
+    def __enter__(self) -> Agent:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def connect(self) -> dict[str, Any]:
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(self._timeout)
+        try:
+            self._sock.connect(str(self.path))
+        except OSError as exc:
+            self.close()
+            raise NotConnected(f"cannot reach svc-console at {self.path}: {exc.strerror}") from None
+        params = {"agent": self.name, "token": self._token}
+        self.hello_info = self.call("console.hello", {k: v for k, v in params.items() if v})
+        return self.hello_info
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def call(self, method: str, params: dict[str, Any], *, timeout_s: float | None = None) -> Any:
+        if self._sock is None:
+            raise NotConnected("not connected")
+        request_id = next(self._ids)
+        self._sock.settimeout(timeout_s or self._timeout)
+        try:
+            self._sock.sendall(_encode(request_id, method, params))
+            while True:
+                reply = json.loads(self._read_line())
+                if reply.get("id") in (request_id, None):
+                    return _result(reply)
+        except (OSError, ValueError) as exc:
+            self.close()
+            raise NotConnected(f"lost the connection to svc-console: {exc}") from None
+
+    def _read_line(self) -> bytes:
+        while b"\n" not in self._buffer:
+            assert self._sock is not None
+            chunk = self._sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("svc-console closed the connection")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def submit(
+        self,
+        *,
+        inputs: dict[str, Any],
+        purpose: str,
+        endpoint_id: str | None = None,
+        kind: str = "market_call",
+        dataset_id: str | None = None,
+        max_usdc: Any = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        return self.call(
+            "spend.submit",
+            _submit_params(
+                self.name,
+                kind,
+                endpoint_id=endpoint_id,
+                dataset_id=dataset_id,
+                inputs=inputs,
+                purpose=purpose,
+                max_usdc=max_usdc,
+                idempotency_key=idempotency_key,
+            ),
+        )
+
+    def wait(self, request_id: str, timeout_s: float = 30.0) -> dict[str, Any]:
+        params = {"request_id": request_id, "timeout_s": timeout_s}
+        return self.call("spend.wait", params, timeout_s=timeout_s + self._timeout)
+
+    def wait_for_outcome(self, request_id: str, timeout_s: float | None = None) -> dict[str, Any]:
+        """Wait until the request is final, however long the operator takes (or `timeout_s`)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            left = _WAIT_CHUNK_S if deadline is None else max(0.0, deadline - time.monotonic())
+            request = self.wait(request_id, min(left, _WAIT_CHUNK_S))
+            if request["state"] in FINAL_STATES or left <= 0:
+                return request
+
+    def get(self, request_id: str) -> dict[str, Any]:
+        return self.call("spend.get", {"request_id": request_id})
+
+    def cancel(self, request_id: str) -> dict[str, Any]:
+        return self.call("spend.cancel", {"request_id": request_id})
+
+
+class AsyncAgent:
+    """asyncio client: calls may overlap on one connection (replies are matched by id)."""
+
+    def __init__(
+        self,
+        name: str,
+        socket_path: str | os.PathLike[str] | None = None,
+        *,
+        token: str | None = None,
+    ):
+        self.name = name
+        self.path = Path(socket_path) if socket_path else default_socket_path()
+        self._token = token
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._replies: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self.hello_info: dict[str, Any] = {}
+
+    async def __aenter__(self) -> AsyncAgent:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def connect(self) -> dict[str, Any]:
+        try:
+            reader, self._writer = await asyncio.open_unix_connection(
+                str(self.path), limit=16 * 1024 * 1024
+            )
+        except OSError as exc:
+            raise NotConnected(f"cannot reach svc-console at {self.path}: {exc.strerror}") from None
+        self._reader_task = asyncio.create_task(self._read(reader))
+        params = {"agent": self.name, "token": self._token}
+        self.hello_info = await self.call("console.hello", {k: v for k, v in params.items() if v})
+        return self.hello_info
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+            self._reader_task = None
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while line := await reader.readline():
+                reply = json.loads(line)
+                future = self._replies.pop(reply.get("id"), None)
+                if future is not None and not future.done():
+                    future.set_result(reply)
+        except (OSError, ValueError):
+            pass
+        finally:
+            for future in self._replies.values():
+                if not future.done():
+                    future.set_exception(NotConnected("svc-console closed the connection"))
+            self._replies.clear()
+
+    async def call(self, method: str, params: dict[str, Any]) -> Any:
+        if self._writer is None:
+            raise NotConnected("not connected")
+        request_id = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._replies[request_id] = future
+        try:
+            self._writer.write(_encode(request_id, method, params))
+            await self._writer.drain()
+        except OSError as exc:
+            self._replies.pop(request_id, None)
+            raise NotConnected(f"lost the connection to svc-console: {exc}") from None
+        return _result(await future)
+
+    async def submit(
+        self,
+        *,
+        inputs: dict[str, Any],
+        purpose: str,
+        endpoint_id: str | None = None,
+        kind: str = "market_call",
+        dataset_id: str | None = None,
+        max_usdc: Any = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        return await self.call(
+            "spend.submit",
+            _submit_params(
+                self.name,
+                kind,
+                endpoint_id=endpoint_id,
+                dataset_id=dataset_id,
+                inputs=inputs,
+                purpose=purpose,
+                max_usdc=max_usdc,
+                idempotency_key=idempotency_key,
+            ),
+        )
+
+    async def wait(self, request_id: str, timeout_s: float = 30.0) -> dict[str, Any]:
+        return await self.call("spend.wait", {"request_id": request_id, "timeout_s": timeout_s})
+
+    async def wait_for_outcome(
+        self, request_id: str, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout_s is None else loop.time() + timeout_s
+        while True:
+            left = _WAIT_CHUNK_S if deadline is None else max(0.0, deadline - loop.time())
+            request = await self.wait(request_id, min(left, _WAIT_CHUNK_S))
+            if request["state"] in FINAL_STATES or left <= 0:
+                return request
+
+    async def get(self, request_id: str) -> dict[str, Any]:
+        return await self.call("spend.get", {"request_id": request_id})
+
+    async def cancel(self, request_id: str) -> dict[str, Any]:
+        return await self.call("spend.cancel", {"request_id": request_id})

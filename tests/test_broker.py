@@ -1,0 +1,226 @@
+"""The approval loop end to end: a real Unix socket, a real SQLite ledger and the sandbox over
+real HTTP. Agents speak through `svc_console.agent`, exactly as real agents do."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+from decimal import Decimal
+
+import pytest
+from helpers import eventually
+
+from svc_console.agent import AgentError, AsyncAgent
+from svc_console.broker.params import ApproveParams, DenyParams
+from svc_console.core.states import State
+
+SEARCH = {"endpoint_id": "ep_websearch_basic", "inputs": {"query": "solar prices"}}
+
+
+async def submit(runtime, agent_name="bot", **overrides):
+    params = {**SEARCH, "purpose": "background research", **overrides}
+    async with AsyncAgent(agent_name, runtime.paths.socket) as agent:
+        return await agent.submit(**params)
+
+
+async def pending(runtime, request_id):
+    broker = runtime.broker
+    return await eventually(lambda: broker.get(request_id).state == State.pending and True)
+
+
+def event_seq(runtime, request_id, kind):
+    rows = runtime.ledger.events(request_id)
+    return next(row["seq"] for row in rows if row["type"] == kind)
+
+
+async def test_submit_approve_execute_returns_upstream_result(runtime, sandbox):
+    async with AsyncAgent("research-bot", runtime.paths.socket) as agent:
+        ticket = await agent.submit(**SEARCH, purpose="weekly note")
+        assert ticket["state"] == "received"
+        await pending(runtime, ticket["request_id"])
+        request = runtime.broker.get(ticket["request_id"])
+        assert request.endpoint.name == "Web Search"
+        assert request.estimate.amount_usdc == Decimal("0.01")
+        assert request.estimate.chain == "base" and request.estimate.protocol == "x402"
+        assert request.skill and "Web Search" in request.skill
+        assert any(flag.code == "first_use" for flag in request.risk)
+
+        await runtime.broker.approve(ApproveParams(request_id=ticket["request_id"]))
+        done = await agent.wait_for_outcome(ticket["request_id"], timeout_s=10)
+
+    assert done["state"] == "succeeded"
+    assert done["decision"]["approved"] is True and done["decision"]["by"] == "operator"
+    assert done["outcome"]["charged_usdc"] == "0.01"
+    assert json.loads(done["outcome"]["body"])  # the provider's JSON, verbatim
+    # Invariant 1: the decision was committed before the execution started.
+    assert event_seq(runtime, ticket["request_id"], "approved") < event_seq(
+        runtime, ticket["request_id"], "executing"
+    )
+    decision_at = runtime.ledger.db.execute("SELECT at FROM decisions").fetchone()[0]
+    started_at = runtime.ledger.db.execute("SELECT started_at FROM executions").fetchone()[0]
+    assert decision_at <= started_at
+    assert sandbox.state.executions_count() == 1
+
+
+async def test_deny_with_reason_spends_nothing(runtime, sandbox):
+    async with AsyncAgent("bot", runtime.paths.socket) as agent:
+        ticket = await agent.submit(**SEARCH, purpose="p")
+        await pending(runtime, ticket["request_id"])
+        await runtime.broker.deny(
+            DenyParams(request_id=ticket["request_id"], reason="not in this quarter's budget")
+        )
+        done = await agent.wait(ticket["request_id"], timeout_s=5)
+    assert done["state"] == "denied"
+    assert done["reason"] == "not in this quarter's budget"
+    assert done["decision"]["approved"] is False
+    assert sandbox.state.executions_count() == 0
+
+
+async def test_expiry_is_its_own_state_not_a_deny(make_runtime, sandbox):
+    runtime = make_runtime(pending_ttl_s=0.3, expiry_tick_s=0.05)
+    async with runtime, AsyncAgent("bot", runtime.paths.socket) as agent:
+        ticket = await agent.submit(**SEARCH, purpose="p")
+        done = await agent.wait_for_outcome(ticket["request_id"], timeout_s=10)
+    assert done["state"] == "expired"
+    assert done["decision"] is None
+    assert "lifetime" in done["reason"]
+    assert sandbox.state.executions_count() == 0
+
+
+async def test_cancel_pending_then_cancel_again_is_refused(runtime):
+    async with AsyncAgent("bot", runtime.paths.socket) as agent:
+        ticket = await agent.submit(**SEARCH, purpose="p")
+        await pending(runtime, ticket["request_id"])
+        cancelled = await agent.cancel(ticket["request_id"])
+        assert cancelled["state"] == "cancelled"
+        with pytest.raises(AgentError) as refused:
+            await agent.cancel(ticket["request_id"])
+    assert refused.value.reason == "wrong_state"
+    with pytest.raises(Exception, match="not pending"):
+        await runtime.broker.approve(ApproveParams(request_id=ticket["request_id"]))
+
+
+async def test_unfunded_wallet_waits_for_funds(runtime, sandbox):
+    sandbox.state.set_balance(Decimal("0"))
+    ticket = await submit(runtime)
+    await pending(runtime, ticket["request_id"])
+    request = runtime.broker.get(ticket["request_id"])
+    assert any(flag.code == "low_balance" for flag in request.risk)
+    await runtime.broker.approve(ApproveParams(request_id=ticket["request_id"]))
+    request = await eventually(
+        lambda: (r := runtime.broker.get(ticket["request_id"])).state == State.awaiting_funds and r
+    )
+    assert request.funding_url and request.funding_url.endswith("/fund/" + sandbox.state.username)
+    assert "unfunded" in request.reason
+    assert sandbox.state.executions_count() == 0
+
+
+async def test_unknown_endpoint_and_endpoint_outside_registry_are_rejected(runtime, sandbox):
+    unknown = await submit(runtime, endpoint_id="ep_does_not_exist")
+    sandbox.state.remove_from_registry("ep_fx_rates")
+    removed = await submit(runtime, endpoint_id="ep_fx_rates", inputs={"symbol": "EURUSD"})
+    for ticket in (unknown, removed):
+        request = await eventually(
+            lambda t=ticket: (
+                (r := runtime.broker.get(t["request_id"])).state == State.rejected and r
+            )
+        )
+        assert request.reason
+    assert "ep_does_not_exist" in runtime.broker.get(unknown["request_id"]).reason
+    assert "registry" in runtime.broker.get(removed["request_id"]).reason
+
+
+async def test_invalid_inputs_are_rejected_naming_the_field(runtime):
+    ticket = await submit(runtime, inputs={"max_results": 3})
+    request = await eventually(
+        lambda: (r := runtime.broker.get(ticket["request_id"])).state == State.rejected and r
+    )
+    assert "query" in request.reason
+
+
+async def test_same_idempotency_key_gives_one_request(runtime):
+    first = await submit(runtime, idempotency_key="weekly-42")
+    again = await submit(runtime, idempotency_key="weekly-42")
+    other_agent = await submit(runtime, agent_name="other", idempotency_key="weekly-42")
+    assert first["request_id"] == again["request_id"]
+    assert other_agent["request_id"] != first["request_id"]
+    count = runtime.ledger.db.execute("SELECT count(*) FROM requests").fetchone()[0]
+    assert count == 2
+
+
+async def test_repriced_challenge_pays_nothing_and_returns_to_the_operator(runtime, sandbox):
+    ticket = await submit(runtime)
+    await pending(runtime, ticket["request_id"])
+    sandbox.state.reprice_factor = Decimal(3)
+    await runtime.broker.approve(ApproveParams(request_id=ticket["request_id"]))
+    request = await eventually(
+        lambda: (
+            (r := runtime.broker.get(ticket["request_id"])).state == State.pending
+            and r.reason
+            and r
+        )
+    )
+    assert "0.03" in request.reason and "nothing was paid" in request.reason
+    assert request.estimate.amount_usdc == Decimal("0.03")
+    assert sandbox.state.executions_count() == 0
+    events = [row["type"] for row in runtime.ledger.events(ticket["request_id"])]
+    assert events[-3:] == ["executing", "repriced", "pending"]
+
+
+async def test_restart_turns_in_flight_execution_into_unknown(make_runtime, sandbox):
+    runtime = make_runtime()
+    async with runtime:
+        ticket = await submit(runtime)
+        await pending(runtime, ticket["request_id"])
+        # Commit a decision and an in-flight execution, as if the process died mid-call.
+        from svc_console.core.models import Decision
+
+        decision = Decision(approved=True, by="operator", at=0, ceiling_usdc=Decimal("0.01"))
+        decision_id = runtime.ledger.decide(ticket["request_id"], decision, State.approved)
+        runtime.ledger.start_execution(ticket["request_id"], decision_id, 1, "k-1", at=1)
+        pending_ticket = await submit(runtime, inputs={"query": "still waiting"})
+        await pending(runtime, pending_ticket["request_id"])
+    restarted = make_runtime()
+    async with restarted:
+        request = restarted.broker.get(ticket["request_id"])
+        assert request.state == State.unknown
+        assert "reconcile" in request.reason
+        # The pending request survived and an agent can still wait on it by id.
+        async with AsyncAgent("bot", restarted.paths.socket) as agent:
+            waited = await agent.wait(pending_ticket["request_id"], timeout_s=0.1)
+        assert waited["state"] == "pending"
+    assert sandbox.state.executions_count() == 0
+
+
+async def test_ledger_and_socket_are_owner_only(runtime):
+    socket_mode = stat.S_IMODE(os.stat(runtime.paths.socket).st_mode)
+    assert socket_mode == 0o600
+    assert stat.S_IMODE(os.stat(runtime.paths.home).st_mode) == 0o700
+    for path in runtime.paths.home.iterdir():
+        if path.is_file():
+            assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+
+
+async def test_a_second_broker_on_the_same_home_is_refused(runtime, make_runtime):
+    from svc_console.ledger import LedgerLocked
+
+    with pytest.raises(LedgerLocked):
+        await make_runtime().start()
+    # The first one still answers.
+    ticket = await submit(runtime)
+    assert ticket["request_id"]
+
+
+async def test_concurrent_waits_all_wake(runtime):
+    async with AsyncAgent("bot", runtime.paths.socket) as agent:
+        ticket = await agent.submit(**SEARCH, purpose="p")
+        await pending(runtime, ticket["request_id"])
+        waits = [
+            asyncio.create_task(agent.wait(ticket["request_id"], timeout_s=10)) for _ in range(5)
+        ]
+        await asyncio.sleep(0.05)
+        await runtime.broker.deny(DenyParams(request_id=ticket["request_id"], reason="no"))
+        results = await asyncio.gather(*waits)
+    assert {r["state"] for r in results} == {"denied"}

@@ -1,0 +1,135 @@
+"""The command line as a script uses it: `serve` in one process, `agent submit --wait` in another,
+`approvals approve/deny` in a third, with the exit codes of DESIGN.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "svc_console"]
+
+
+def run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def wait_for(predicate, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+@pytest.fixture
+def served(home: Path):
+    server = subprocess.Popen(
+        [*CLI, "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        banner = server.stdout.readline()
+        assert "broker on" in banner, server.stderr.read()
+        yield home
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def pending_ids() -> list[str]:
+    listing = run("approvals", "list", "--json")
+    assert listing.returncode == 0, listing.stderr
+    return [request["id"] for request in json.loads(listing.stdout)]
+
+
+def submit_and_wait(*extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            *CLI, "agent", "submit", "--endpoint", "ep_websearch_basic",
+            "--inputs", '{"query": "heat pumps"}', "--purpose", "market sizing", "--wait",
+            *extra,
+        ],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def test_submit_wait_exits_0_after_approve(served):
+    agent = submit_and_wait("--json")
+    request_id = wait_for(pending_ids)[0]
+    approved = run("approvals", "approve", request_id)
+    assert approved.returncode == 0, approved.stderr
+    out, err = agent.communicate(timeout=30)
+    assert agent.returncode == 0, err
+    request = json.loads(out)
+    assert request["state"] == "succeeded"
+    assert request["outcome"]["charged_usdc"] == "0.01"
+
+
+def test_submit_wait_exits_3_after_deny(served):
+    agent = submit_and_wait()
+    request_id = wait_for(pending_ids)[0]
+    denied = run("approvals", "deny", request_id, "--reason", "use the free tier")
+    assert denied.returncode == 0, denied.stderr
+    out, _ = agent.communicate(timeout=30)
+    assert agent.returncode == 3
+    assert "denied" in out and "use the free tier" in out
+
+
+def test_approvals_list_shows_the_request_and_refuses_unknown_ids(served):
+    ticket = run(
+        "agent", "submit", "--endpoint", "ep_websearch_basic", "--inputs", '{"query": "q"}',
+        "--purpose", "look \x1b[31mred\x1b[0m up",
+    )  # fmt: skip
+    assert ticket.returncode == 0, ticket.stderr
+    request_id = ticket.stdout.split()[0]
+    wait_for(lambda: request_id in pending_ids())
+    listing = run("approvals", "list")
+    assert request_id in listing.stdout and "Web Search" in listing.stdout
+    assert "\x1b" not in listing.stdout and "<ESC>[31mred" in listing.stdout
+    missing = run("approvals", "approve", "req_nope")
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == "svc-console: no request req_nope"
+
+
+def test_bad_inputs_json_is_a_usage_error(home):
+    result = run("agent", "submit", "--endpoint", "x", "--inputs", "{not json", "--purpose", "p")
+    assert result.returncode == 2
+    assert result.stderr.startswith("svc-console: --inputs is not valid JSON")
+    assert "Traceback" not in result.stderr
+
+
+def test_no_broker_running_is_a_clear_connection_error(home):
+    result = run("agent", "submit", "--endpoint", "x", "--inputs", "{}", "--purpose", "p")
+    assert result.returncode == 2
+    assert "is svc-console running?" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_help_for_every_command():
+    for command in (
+        [],
+        ["demo"],
+        ["serve"],
+        ["sandbox"],
+        ["agent", "submit"],
+        ["approvals", "list"],
+        ["approvals", "approve"],
+        ["approvals", "deny"],
+    ):
+        result = run(*command, "--help")
+        assert result.returncode == 0
+        assert "usage: svc-console" in result.stdout
+
+
+def test_serve_refuses_a_second_broker_on_the_same_home(served):
+    second = run("serve", timeout=20)
+    assert second.returncode == 1
+    assert "another svc-console broker" in second.stderr
+    assert os.path.exists(served / "svc.sock")

@@ -1,0 +1,716 @@
+"""The sandbox marketplace as an ASGI application: the REST catalogue, the agent wallet proxy and
+the funding page, answering exactly the wire contract the clients in `svc_console.market` speak.
+
+Answers are built with the domain models of `svc_console.core.models`, so what the sandbox sends is
+what the console parses. See the package docstring for the choices made where SPEC.md is silent.
+"""
+
+from __future__ import annotations
+
+import hmac
+import html
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
+from typing import Any
+from urllib.parse import parse_qs
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError as SchemaError
+from pydantic.alias_generators import to_camel
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from svc_console.core.models import DryRun, EndpointRecord, Outcome, Receipt
+from svc_console.core.money import format_usdc, parse_usdc
+from svc_console.core.taxonomy import CHAINS, DOMAIN_TYPES, PRODUCT_CLASSES
+from svc_console.sandbox import upstream
+from svc_console.sandbox.catalog import Catalog, catalog, settleable_chains, skill_markdown
+from svc_console.sandbox.state import InsufficientFunds, SandboxState
+
+MAX_BODY_BYTES = 1024 * 1024
+SEARCH_DEFAULT_LIMIT = 25
+SEARCH_MAX_LIMIT = 50
+FUNDING_DEFAULT = Decimal(10)
+FUNDING_MAX = Decimal(10_000)
+# Dynamic prices resolve to this granularity: the challenge reads like a real one (0.0437 USDC).
+PRICE_STEP = Decimal("0.0001")
+_MICRO = Decimal("0.000001")
+
+# CAIP-2 identifiers of the settlement networks, as a receipt names them.
+NETWORKS = {
+    "base": "eip155:8453",
+    "ethereum": "eip155:1",
+    "solana": "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
+    "stellar": "stellar:pubnet",
+    "tempo": "tempo:mainnet",
+}
+HEALTH = {"sandbox": True, "service": "svc-console sandbox", "realMoney": False}
+DRY_RUN_POLICY = {"requiresApproval": True, "source": "sandbox default"}
+_IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
+
+
+class Refusal(Exception):
+    """A request the sandbox answers with an error body instead of a result."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        headers: dict[str, str] | None = None,
+        **details: Any,
+    ):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        self.headers, self.details = headers, details
+
+
+def error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None, **details: Any
+) -> JSONResponse:
+    body = {"error": {"code": code, "message": message, **details}, "sandbox": True}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+# --- prices ----------------------------------------------------------------------------------
+
+
+def estimate(record: EndpointRecord) -> Decimal:
+    """What a dry run quotes: the fixed price, or the middle of a dynamic range."""
+    pricing = record.pricing
+    if pricing.model == "fixed":
+        return pricing.amount_usdc  # type: ignore[return-value]
+    middle = (pricing.min_usdc + pricing.max_usdc) / 2  # type: ignore[operator]
+    return middle.quantize(_MICRO, rounding=ROUND_HALF_UP)
+
+
+def runtime_price(record: EndpointRecord, inputs: dict[str, Any], factor: Decimal) -> Decimal:
+    """What the payment challenge asks for: the fixed price, or a point of the dynamic range picked
+    by a hash of the inputs (the same call always costs the same), times the reprice factor."""
+    pricing = record.pricing
+    if pricing.model == "fixed":
+        base: Decimal = pricing.amount_usdc  # type: ignore[assignment]
+    else:
+        low, high = pricing.min_usdc, pricing.max_usdc
+        steps = int((high - low) / PRICE_STEP)  # type: ignore[operator]
+        seed = upstream.digest("price", record.id, upstream.canonical(inputs))
+        base = low + PRICE_STEP * (int.from_bytes(seed[:8], "big") % (steps + 1))  # type: ignore[operator]
+    return (base * factor).quantize(_MICRO, rounding=ROUND_CEILING)
+
+
+# --- input validation ------------------------------------------------------------------------
+
+_TYPE_NAMES = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "object": "an object",
+    "array": "a list",
+    "null": "null",
+}
+
+
+def _field(path: list[Any]) -> str:
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            name = str(part)[:80]
+            text += f".{name}" if text else name
+    return text or "(inputs)"
+
+
+def _describe(error: SchemaError) -> list[tuple[str, str]]:
+    path, rule, value = list(error.absolute_path), error.validator, error.validator_value
+    instance = error.instance
+    if rule == "required":
+        if not isinstance(instance, dict):
+            return []
+        return [(_field([*path, name]), "is required") for name in value if name not in instance]
+    if rule == "additionalProperties":
+        known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+        return [
+            (_field([*path, key]), "is not a known field") for key in instance if key not in known
+        ]
+    if rule == "type":
+        kinds = value if isinstance(value, list) else [value]
+        problem = "must be " + " or ".join(_TYPE_NAMES.get(k, str(k)) for k in kinds)
+    elif rule == "minLength":
+        problem = "must not be empty" if value == 1 else f"must be at least {value} characters"
+    elif rule == "maxLength":
+        problem = f"must be at most {value} characters"
+    elif rule == "minimum":
+        problem = f"must be at least {value}"
+    elif rule == "maximum":
+        problem = f"must be at most {value}"
+    elif rule == "pattern":
+        problem = f"must match {value}"
+    elif rule == "enum":
+        problem = "must be one of " + ", ".join(json.dumps(v) for v in value)
+    elif rule == "minItems":
+        problem = f"must have at least {value} item(s)"
+    elif rule == "maxItems":
+        problem = f"must have at most {value} items"
+    else:
+        problem = f"breaks the {rule} rule"
+    return [(_field(path), problem)]
+
+
+def input_problems(validator: Draft202012Validator, inputs: dict[str, Any]) -> list[dict[str, str]]:
+    """Every way the inputs break the endpoint's schema, one entry per field and problem."""
+    found: dict[tuple[str, str], None] = {}
+    for error in validator.iter_errors(inputs):
+        for item in _describe(error):
+            found[item] = None
+    return [{"field": field, "problem": problem} for field, problem in sorted(found)]
+
+
+# --- request parsing -------------------------------------------------------------------------
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def _same_secret(given: str | None, expected: str) -> bool:
+    return given is not None and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")
+
+
+async def _read_body(request: Request) -> bytes:
+    too_large = Refusal(413, "PAYLOAD_TOO_LARGE", f"bodies are limited to {MAX_BODY_BYTES} bytes")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise too_large
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _json_object(request: Request, code: str, *, empty_ok: bool = False) -> dict[str, Any]:
+    raw = await _read_body(request)
+    if empty_ok and not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        raise Refusal(400, code, "the body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise Refusal(400, code, "the body must be a JSON object")
+    return data
+
+
+@dataclass(frozen=True)
+class Call:
+    """A wallet proxy request body, checked."""
+
+    endpoint_id: str
+    inputs: dict[str, Any]
+    dry_run: bool
+    approved: bool
+    max_usdc: Decimal | None
+    chain: str | None
+    idempotency_key: str | None
+
+
+def _parse_call(body: dict[str, Any], header_key: str | None) -> Call:
+    def bad(message: str) -> Refusal:
+        return Refusal(400, "INVALID_REQUEST", message)
+
+    endpoint_id = body.get("endpointId")
+    if not isinstance(endpoint_id, str) or not 0 < len(endpoint_id) <= 200:
+        raise bad("endpointId is required (a string)")
+    inputs = body.get("inputs")
+    if not isinstance(inputs, dict):
+        raise bad("inputs must be a JSON object")
+    flags = {}
+    for name in ("dryRun", "approved"):
+        value = body.get(name, False)
+        # Only a JSON true approves: "true" or 1 from a confused client must not spend money.
+        if not isinstance(value, bool):
+            raise bad(f"{name} must be true or false")
+        flags[name] = value
+    max_usdc = body.get("maxUsdc")
+    if max_usdc is not None:
+        try:
+            max_usdc = parse_usdc(max_usdc)
+        except ValueError as exc:
+            raise bad(f"maxUsdc {exc}") from None
+    chain = body.get("chain")
+    if chain is not None and not isinstance(chain, str):
+        raise bad("chain must be a string")
+    key = body.get("idempotencyKey")
+    if key is not None and (not isinstance(key, str) or not _IDEMPOTENCY_KEY.match(key)):
+        raise bad("idempotencyKey must be 1 to 200 printable ASCII characters")
+    if header_key is not None:
+        if not _IDEMPOTENCY_KEY.match(header_key):
+            raise bad("the Idempotency-Key header must be 1 to 200 printable ASCII characters")
+        if key is not None and key != header_key:
+            raise bad("idempotencyKey and the Idempotency-Key header differ")
+        key = header_key
+    return Call(
+        endpoint_id=endpoint_id,
+        inputs=inputs,
+        dry_run=flags["dryRun"],
+        approved=flags["approved"],
+        max_usdc=max_usdc,
+        chain=chain,
+        idempotency_key=key,
+    )
+
+
+def _search_filters(body: dict[str, Any]) -> dict[str, Any]:
+    def bad(message: str) -> Refusal:
+        return Refusal(400, "INVALID_PARAMS", message)
+
+    allowed = (
+        "query",
+        "domain_type",
+        "product_class",
+        "chain",
+        "verified_only",
+        "max_price_usdc",
+        "limit",
+    )
+    unknown = [str(key)[:40] for key in body if key not in allowed]
+    if unknown:
+        # A misspelt filter silently ignored would widen the results the agent sees.
+        raise bad(f"unknown filter(s): {', '.join(sorted(unknown))}")
+    filters = {key: body.get(key) for key in allowed}
+    query = filters["query"]
+    if query is not None and (not isinstance(query, str) or len(query) > 500):
+        raise bad("query must be a string of at most 500 characters")
+    for key, known in (("domain_type", DOMAIN_TYPES), ("product_class", PRODUCT_CLASSES)):
+        value = filters[key]
+        if value is not None and value not in known:
+            raise bad(f"{key} must be one of {', '.join(known)}")
+    if filters["chain"] is not None and filters["chain"] not in CHAINS:
+        raise bad(f"chain must be one of {', '.join(CHAINS)}")
+    if filters["verified_only"] is not None and not isinstance(filters["verified_only"], bool):
+        raise bad("verified_only must be true or false")
+    if filters["max_price_usdc"] is not None:
+        try:
+            filters["max_price_usdc"] = parse_usdc(filters["max_price_usdc"])
+        except ValueError as exc:
+            raise bad(f"max_price_usdc {exc}") from None
+    limit = filters["limit"]
+    if limit is None:
+        limit = SEARCH_DEFAULT_LIMIT
+    elif isinstance(limit, float) and limit.is_integer():
+        limit = int(limit)
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise bad("limit must be an integer")
+    if not 1 <= limit <= SEARCH_MAX_LIMIT:
+        raise bad(f"limit must be between 1 and {SEARCH_MAX_LIMIT}, got {limit}")
+    filters["limit"] = limit
+    return filters
+
+
+def _camel(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {to_camel(key): _camel(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_camel(item) for item in value]
+    return value
+
+
+# --- pages -----------------------------------------------------------------------------------
+
+_PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
+    ),
+}
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>body{{font-family:sans-serif;max-width:36em;margin:2em auto;line-height:1.5}}
+.banner{{background:#fde68a;padding:.5em 1em;font-weight:bold}}</style></head>
+<body><p class="banner">SANDBOX: no real money moves here. Balances are make-believe USDC.</p>
+<h1>{title}</h1>
+{content}
+</body></html>
+"""
+
+
+def _page(title: str, content: str, status: int = 200) -> HTMLResponse:
+    """`content` must already be HTML-escaped where it holds anything not written here."""
+    return HTMLResponse(
+        _PAGE.format(title=html.escape(title), content=content),
+        status_code=status,
+        headers=_PAGE_HEADERS,
+    )
+
+
+# --- the application -------------------------------------------------------------------------
+
+
+class _Sandbox:
+    def __init__(self, state: SandboxState, listing: Catalog):
+        self.state, self.catalog = state, listing
+        self._validators: dict[str, Draft202012Validator] = {}
+
+    # authentication
+
+    def _require_key(self, request: Request) -> None:
+        if not _same_secret(_bearer(request), self.state.api_key):
+            raise Refusal(
+                401,
+                "UNAUTHORIZED",
+                "missing or invalid API key",
+                headers={"WWW-Authenticate": 'Bearer realm="svc-console sandbox"'},
+            )
+
+    def _require_wallet(self, request: Request) -> None:
+        if not _same_secret(_bearer(request), self.state.api_token):
+            raise Refusal(
+                401,
+                "UNAUTHORIZED",
+                "missing or invalid wallet API token",
+                headers={"WWW-Authenticate": 'Bearer realm="svc-console sandbox wallet"'},
+            )
+        if request.path_params["username"] != self.state.username:
+            raise Refusal(403, "NOT_YOUR_WALLET", "this token does not belong to that wallet")
+
+    # REST catalogue
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse(HEALTH)
+
+    def _record(self, endpoint_id: str) -> EndpointRecord:
+        record = self.catalog.get(endpoint_id)
+        if record is None:
+            raise Refusal(
+                404, "NOT_FOUND", "no endpoint with that id", endpointId=endpoint_id[:200]
+            )
+        return record
+
+    async def endpoint(self, request: Request) -> Response:
+        self._require_key(request)
+        record = self._record(request.path_params["endpoint_id"])
+        return JSONResponse({**record.model_dump(mode="json"), "sandbox": True})
+
+    async def skill(self, request: Request) -> Response:
+        self._require_key(request)
+        record = self._record(request.path_params["endpoint_id"])
+        text = skill_markdown(record, self.catalog.outputs[record.id])
+        return Response(text, media_type="text/markdown")
+
+    async def search(self, request: Request) -> Response:
+        self._require_key(request)
+        filters = _search_filters(await _json_object(request, "INVALID_PARAMS", empty_ok=True))
+        terms = (filters["query"] or "").lower().split()
+        ranked = []
+        for record in self.catalog.endpoints:
+            if not self._matches(record, filters):
+                continue
+            haystack = self.catalog.haystack(record.id)
+            if not all(term in haystack for term in terms):
+                continue
+            title = f"{record.name} {record.provider_name}".lower()
+            tags = " ".join(record.tags).lower()
+            score = sum(3 if t in title else 2 if t in tags else 1 for t in terms)
+            ranked.append((-score, -record.quality_score, record.id, record))
+        ranked.sort(key=lambda item: item[:3])
+        results = [item[3].model_dump(mode="json") for item in ranked[: filters["limit"]]]
+        return JSONResponse({"results": results, "total": len(ranked), "sandbox": True})
+
+    @staticmethod
+    def _matches(record: EndpointRecord, filters: dict[str, Any]) -> bool:
+        if filters["domain_type"] and record.domain_type != filters["domain_type"]:
+            return False
+        if filters["product_class"] and record.product_class != filters["product_class"]:
+            return False
+        if filters["chain"] and filters["chain"] not in record.chains:
+            return False
+        if filters["verified_only"] and not record.verified:
+            return False
+        # A dynamic price counts at its ceiling: the filter promises nothing above the threshold.
+        ceiling = filters["max_price_usdc"]
+        return ceiling is None or record.pricing.ceiling <= ceiling
+
+    # wallet proxy
+
+    async def x402_fetch(self, request: Request) -> Response:
+        return await self._proxy(request, "x402")
+
+    async def mpp_pay(self, request: Request) -> Response:
+        return await self._proxy(request, "mpp")
+
+    async def _proxy(self, request: Request, protocol: str) -> Response:
+        self._require_wallet(request)
+        body = await _json_object(request, "INVALID_REQUEST")
+        call = _parse_call(body, request.headers.get("idempotency-key"))
+        record = self.catalog.get(call.endpoint_id)
+        if record is None or not self.state.in_registry(record.id):
+            raise Refusal(
+                403,
+                "NOT_IN_REGISTRY",
+                "the wallet proxy only dispatches to endpoints of the allowlisted registry",
+                endpointId=call.endpoint_id,
+            )
+        if protocol not in record.protocols:
+            actions = {"x402": "x402/fetch", "mpp": "mpp/pay"}
+            raise Refusal(
+                400,
+                "WRONG_PROTOCOL",
+                f"{record.id} is paid over {', '.join(record.protocols)}; use "
+                + " or ".join(f"actions/{actions[p]}" for p in record.protocols),
+                protocols=list(record.protocols),
+            )
+        self._check_inputs(record, call.inputs)
+        if call.dry_run:
+            return self._dry_run(record, protocol, call)
+        if not call.approved:
+            raise Refusal(
+                403,
+                "APPROVAL_REQUIRED",
+                "spending needs approved: true after the operator's explicit approval",
+            )
+        return self._execute(request, record, protocol, call)
+
+    def _check_inputs(self, record: EndpointRecord, inputs: dict[str, Any]) -> None:
+        validator = self._validators.get(record.id)
+        if validator is None:
+            validator = self._validators[record.id] = Draft202012Validator(record.inputs)
+        problems = input_problems(validator, inputs)
+        if problems:
+            summary = "; ".join(f"{p['field']} {p['problem']}" for p in problems)
+            raise Refusal(422, "INVALID_INPUTS", f"invalid inputs: {summary}", fields=problems)
+
+    def _dry_run(self, record: EndpointRecord, protocol: str, call: Call) -> Response:
+        chains = settleable_chains(record, protocol)
+        if call.chain is not None and call.chain not in chains:
+            raise Refusal(
+                400,
+                "INVALID_REQUEST",
+                f"{record.id} cannot settle on {call.chain[:40]} over {protocol}",
+                settleableChains=chains,
+            )
+        dynamic = record.pricing.model == "dynamic"
+        dry_run = DryRun(
+            endpoint_id=record.id,
+            protocol=protocol,
+            chain=call.chain or chains[0],
+            estimated_usdc=estimate(record),
+            min_usdc=record.pricing.min_usdc if dynamic else None,
+            max_usdc=record.pricing.max_usdc if dynamic else None,
+            required_fields=list(record.inputs.get("required", [])),
+            policy=DRY_RUN_POLICY,
+            balance_usdc=self.state.balance,
+        )
+        return JSONResponse({**dry_run.model_dump(mode="json"), "sandbox": True})
+
+    def _execute(
+        self, request: Request, record: EndpointRecord, protocol: str, call: Call
+    ) -> Response:
+        key = call.idempotency_key or f"sbx-{uuid.uuid4().hex}"
+        fingerprint = upstream.digest(protocol, record.id, upstream.canonical(call.inputs)).hex()
+        state = self.state
+        # One lock from the replay check to the stored answer: a key runs at most once.
+        with state.lock:
+            stored = state.replay(key)
+            if stored is not None:
+                if stored.fingerprint != fingerprint:
+                    raise Refusal(
+                        409,
+                        "IDEMPOTENCY_CONFLICT",
+                        "this idempotencyKey was already used for a different call",
+                    )
+                return Response(
+                    stored.body,
+                    media_type="application/json",
+                    headers={"Idempotency-Replayed": "true"},
+                )
+            price = runtime_price(record, call.inputs, state.reprice_factor)
+            chains = settleable_chains(record, protocol)
+            if call.chain is not None and call.chain not in chains:
+                raise Refusal(
+                    409,
+                    "PRICE_ABOVE_CEILING",
+                    f"the payment challenge settles on {chains[0]}, not {call.chain[:40]}",
+                    priceUsdc=format_usdc(price),
+                    chain=chains[0],
+                    settleableChains=chains,
+                )
+            chain = call.chain or chains[0]
+            if call.max_usdc is not None and price > call.max_usdc:
+                raise Refusal(
+                    409,
+                    "PRICE_ABOVE_CEILING",
+                    f"the payment challenge asks for {format_usdc(price)} USDC, above the"
+                    f" ceiling of {format_usdc(call.max_usdc)} USDC; nothing was charged",
+                    priceUsdc=format_usdc(price),
+                    ceilingUsdc=format_usdc(call.max_usdc),
+                    chain=chain,
+                )
+            # The answer is made before the debit, so a charge is never left without its result.
+            content_type, body, encoding = upstream.respond(
+                record, self.catalog.kind(record.id), call.inputs
+            )
+            try:
+                charge = state.charge(
+                    endpoint_id=record.id,
+                    protocol=protocol,
+                    price_usdc=price,
+                    chain=chain,
+                    idempotency_key=key,
+                )
+            except InsufficientFunds as exc:
+                raise Refusal(
+                    402,
+                    "WALLET_UNFUNDED",
+                    f"the wallet holds {format_usdc(exc.balance)} USDC and this call costs"
+                    f" {format_usdc(price)} USDC; fund it and retry",
+                    fundingUrl=state.funding_url(state.base_url or str(request.base_url)),
+                    balanceUsdc=format_usdc(exc.balance),
+                    requiredUsdc=format_usdc(price),
+                ) from None
+            transaction = upstream.digest("tx", charge.id, key, record.id, str(price)).hex()
+            outcome = Outcome(
+                status=200,
+                content_type=content_type,
+                body=body,
+                body_encoding=encoding,
+                charged_usdc=price,
+                chain=chain,
+                receipt=Receipt(
+                    protocol=protocol,
+                    network=NETWORKS.get(chain, chain),
+                    transaction=f"0x{transaction}",
+                    idempotency_key=key,
+                ),
+            )
+            payload = {**_camel(outcome.model_dump(mode="json")), "chargeId": charge.id}
+            data = json.dumps({**payload, "sandbox": True}, separators=(",", ":")).encode()
+            state.remember(key, fingerprint, data)
+        return Response(data, media_type="application/json")
+
+    # funding page
+
+    def _known_wallet(self, request: Request) -> HTMLResponse | None:
+        if request.path_params["username"] == self.state.username:
+            return None
+        return _page("Unknown wallet", "<p>This sandbox has no wallet by that name.</p>", 404)
+
+    def _form(self, balance: Decimal, note: str = "") -> str:
+        username = html.escape(self.state.username)
+        return (
+            f"{note}<p>Wallet <strong>{username}</strong> holds"
+            f" <strong>{html.escape(format_usdc(balance))} USDC</strong> (sandbox).</p>\n"
+            '<form method="post">\n'
+            f'<input type="hidden" name="token" value="{html.escape(self.state.funding_token)}">\n'
+            '<label>Amount (USDC) <input name="amount" value="10" inputmode="decimal"></label>\n'
+            '<button type="submit">Add sandbox funds</button>\n</form>'
+        )
+
+    async def fund_page(self, request: Request) -> Response:
+        unknown = self._known_wallet(request)
+        if unknown is not None:
+            return unknown
+        return _page("Fund the sandbox wallet", self._form(self.state.balance))
+
+    async def fund(self, request: Request) -> Response:
+        unknown = self._known_wallet(request)
+        if unknown is not None:
+            return unknown
+        form = parse_qs(
+            (await _read_body(request)).decode("utf-8", "replace"), keep_blank_values=True
+        )
+        token = (form.get("token") or [""])[0]
+        if not _same_secret(token, self.state.funding_token):
+            return _page("Form expired", "<p>Reload the funding page and try again.</p>", 403)
+        text = (form.get("amount") or [""])[0].strip() or str(FUNDING_DEFAULT)
+        try:
+            amount = parse_usdc(text)
+        except ValueError:
+            amount = Decimal(0)
+        if not 0 < amount <= FUNDING_MAX:
+            note = (
+                f"<p><strong>Enter an amount above 0 and at most {FUNDING_MAX} USDC,"
+                " with at most 6 decimals.</strong></p>\n"
+            )
+            return _page("Fund the sandbox wallet", self._form(self.state.balance, note), 400)
+        balance = self.state.credit(amount)
+        note = (
+            f"<p><strong>Added {html.escape(format_usdc(amount))} USDC.</strong>"
+            f" New balance: {html.escape(format_usdc(balance))} USDC.</p>\n"
+        )
+        return _page("Sandbox wallet funded", self._form(balance, note))
+
+
+async def _on_refusal(request: Request, exc: Refusal) -> Response:
+    return error_response(exc.status, exc.code, exc.message, exc.headers, **exc.details)
+
+
+_HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
+
+
+async def _on_http_error(request: Request, exc: HTTPException) -> Response:
+    code = _HTTP_CODES.get(exc.status_code, f"HTTP_{exc.status_code}")
+    return error_response(exc.status_code, code, str(exc.detail), exc.headers)
+
+
+async def _on_crash(request: Request, exc: Exception) -> Response:
+    return error_response(500, "INTERNAL", f"the sandbox failed ({type(exc).__name__})")
+
+
+class _Quiet:
+    """Keeps a crash inside the sandbox: the 500 answer is already sent, and letting the exception
+    reach the server would print a traceback over the operator's terminal UI."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.app(scope, receive, send)
+        except Exception:
+            if scope["type"] != "http":
+                raise
+
+
+def create_app(state: SandboxState, listing: Catalog | None = None) -> ASGIApp:
+    """The sandbox marketplace for `state`, listing `listing` (default: the seeded catalogue)."""
+    sandbox = _Sandbox(state, listing or catalog())
+    wallet = "/api/wallets/{username}/actions"
+    routes = [
+        Route("/", sandbox.health, methods=["GET"]),
+        Route("/api/health", sandbox.health, methods=["GET"]),
+        Route("/api/endpoints/{endpoint_id}", sandbox.endpoint, methods=["GET"]),
+        Route("/api/endpoints/{endpoint_id}/skill.md", sandbox.skill, methods=["GET"]),
+        Route("/api/search", sandbox.search, methods=["POST"]),
+        Route(f"{wallet}/x402/fetch", sandbox.x402_fetch, methods=["POST"]),
+        Route(f"{wallet}/mpp/pay", sandbox.mpp_pay, methods=["POST"]),
+        Route("/fund/{username}", sandbox.fund_page, methods=["GET"]),
+        Route("/fund/{username}", sandbox.fund, methods=["POST"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            Refusal: _on_refusal,
+            HTTPException: _on_http_error,
+            Exception: _on_crash,
+        },
+    )
+    return _Quiet(app)

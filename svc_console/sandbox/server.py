@@ -1,0 +1,206 @@
+"""Serving the sandbox over real HTTP with uvicorn: in a background thread (tests, the demo, the
+TUI's embedded sandbox) or in the foreground (`svc-console sandbox`).
+
+The server never writes to the terminal on its own: uvicorn's logging is left unconfigured and its
+loggers get a null handler, so nothing can scribble over a Textual screen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+import uvicorn
+
+from svc_console.sandbox.app import create_app
+from svc_console.sandbox.state import SandboxState
+
+START_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 10.0
+
+
+def _silence_uvicorn() -> None:
+    # Without a handler anywhere on the chain, Python's last-resort handler would print uvicorn's
+    # warnings to stderr; records still propagate to whatever logging the host application set up.
+    logger = logging.getLogger("uvicorn")
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(host).version == 6:
+            family = socket.AF_INET6
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def _base_url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def _config(state: SandboxState) -> uvicorn.Config:
+    return uvicorn.Config(
+        create_app(state),
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=5,
+        server_header=False,
+    )
+
+
+class SandboxServer:
+    """The sandbox marketplace on a loopback port, served from a daemon thread.
+
+    `start()` returns once the port accepts connections; `state.base_url` is then set. Port 0 (the
+    default) picks a free port.
+    """
+
+    def __init__(self, state: SandboxState | None = None, host: str = "127.0.0.1", port: int = 0):
+        self.state = state or SandboxState()
+        self.host, self.port = host, port
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+        self._failure: BaseException | None = None
+
+    @property
+    def base_url(self) -> str:
+        if self.state.base_url is None:
+            raise RuntimeError("the sandbox server is not started")
+        return self.state.base_url
+
+    def start(self) -> str:
+        if self._thread is not None:
+            return self.base_url
+        _silence_uvicorn()
+        self._socket = _bind(self.host, self.port)
+        base_url = _base_url(self._socket)
+        self._server = uvicorn.Server(_config(self.state))
+        self._failure = None
+        self._thread = threading.Thread(target=self._run, name="svc-console-sandbox", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                failure = self._failure
+                self.stop()
+                raise RuntimeError(f"the sandbox server did not start: {failure!r}")
+            time.sleep(0.005)
+        self.state.base_url = base_url
+        return base_url
+
+    def _run(self) -> None:
+        assert self._server is not None and self._socket is not None
+        try:
+            self._server.run(sockets=[self._socket])
+        except BaseException as exc:  # reported by start(); a thread must not print a traceback
+            self._failure = exc
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(STOP_TIMEOUT_S)
+        if self._socket is not None:
+            self._socket.close()
+        self._server = self._thread = self._socket = None
+        self.state.base_url = None
+
+    def __enter__(self) -> SandboxServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def write_credentials(path: Path, credentials: dict[str, object]) -> None:
+    """Writes the credentials owner-only (file 0600, a folder it creates 0700), atomically."""
+    path = Path(path)
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, mode=0o700)
+        path.parent.chmod(0o700)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        temporary.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(temporary, flags, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(credentials, handle, indent=2)
+            handle.write("\n")
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+        raise
+    os.replace(temporary, path)
+
+
+def _remove_if_ours(path: Path, api_key: str) -> None:
+    # The credentials die with this process; a stale file would point clients at a dead port.
+    with contextlib.suppress(OSError, ValueError):
+        if json.loads(path.read_text(encoding="utf-8")).get("api_key") == api_key:
+            path.unlink()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def serve_forever(host: str, port: int, credentials_path: Path) -> None:
+    """`svc-console sandbox`: serves in the foreground until Ctrl-C (or SIGTERM).
+
+    Writes base_url, wallet_api_base, api_key, username and api_token to `credentials_path`
+    (owner-only) and prints one line saying where it listens; the secrets are never printed.
+    """
+    _silence_uvicorn()
+    state = SandboxState()
+    sock = _bind(host, port)
+    state.base_url = _base_url(sock)
+    credentials_path = Path(credentials_path)
+    try:
+        write_credentials(credentials_path, state.credentials())
+        print(
+            f"svc-console sandbox listening on {state.base_url} (no real money moves);"
+            f" credentials in {credentials_path}",
+            flush=True,
+        )
+        # uvicorn turns SIGINT/SIGTERM into a graceful shutdown, then re-raises the signal under
+        # the handler that was there before; this one lets the cleanup below run on SIGTERM too.
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                uvicorn.Server(_config(state)).run(sockets=[sock])
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    finally:
+        sock.close()
+        _remove_if_ours(credentials_path, state.api_key)

@@ -1,0 +1,205 @@
+"""The mutable side of the sandbox: credentials, the fake wallet balance, the allowlisted registry,
+the charges made and the idempotency replay store.
+
+The server answers from its own thread while tests (or the demo) change the state from another, so
+every read-modify-write goes through one re-entrant lock: two executions can never both pass the
+balance check on the same funds, and a replayed idempotency key can never be charged twice.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from urllib.parse import quote
+
+from svc_console.core.money import parse_usdc
+
+DEFAULT_BALANCE = Decimal(25)
+DEFAULT_USERNAME = "sandbox-operator"
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One paid execution: what the fake wallet was debited, for which call."""
+
+    id: str
+    endpoint_id: str
+    protocol: str
+    price_usdc: Decimal
+    chain: str
+    idempotency_key: str
+    at: float
+
+
+@dataclass(frozen=True)
+class Replay:
+    """The stored answer of an executed idempotency key, returned byte for byte on a retry."""
+
+    fingerprint: str
+    body: bytes
+
+
+class InsufficientFunds(Exception):
+    def __init__(self, balance: Decimal, required: Decimal):
+        super().__init__(f"balance {balance} USDC is below the {required} USDC required")
+        self.balance, self.required = balance, required
+
+
+class SandboxState:
+    """Everything the sandbox remembers between requests. Credentials are fresh per instance."""
+
+    def __init__(
+        self,
+        *,
+        username: str = DEFAULT_USERNAME,
+        balance: Decimal = DEFAULT_BALANCE,
+        registry: Iterable[str] | None = None,
+    ):
+        self.lock = threading.RLock()
+        self.api_key = "sk_live_" + secrets.token_urlsafe(24)
+        self.username = username
+        self.api_token = secrets.token_urlsafe(32)
+        # Guards the funding form against posts from pages the operator did not open.
+        self.funding_token = secrets.token_urlsafe(16)
+        self.base_url: str | None = None
+        self._balance = parse_usdc(balance)
+        if registry is None:
+            from svc_console.sandbox.catalog import catalog
+
+            registry = (record.id for record in catalog().endpoints)
+        self._registry: set[str] = set(registry)
+        self._charges: list[Charge] = []
+        self._replays: dict[str, Replay] = {}
+        self._reprice_factor = Decimal(1)
+
+    # --- addresses and credentials ---------------------------------------------------------
+
+    @property
+    def wallet_api_base(self) -> str | None:
+        """The wallet proxy is served by the same server as the REST surface."""
+        return self.base_url
+
+    def funding_url(self, base_url: str | None = None) -> str:
+        base = (base_url or self.base_url or "").rstrip("/")
+        return f"{base}/fund/{quote(self.username, safe='')}"
+
+    def credentials(self) -> dict[str, object]:
+        """What a client needs to talk to this sandbox (secrets included: write it owner-only)."""
+        return {
+            "base_url": self.base_url,
+            "wallet_api_base": self.wallet_api_base,
+            "api_key": self.api_key,
+            "username": self.username,
+            "api_token": self.api_token,
+            "sandbox": True,
+        }
+
+    # --- balance ----------------------------------------------------------------------------
+
+    @property
+    def balance(self) -> Decimal:
+        with self.lock:
+            return self._balance
+
+    def set_balance(self, amount: Decimal | str | int) -> None:
+        value = parse_usdc(amount)
+        with self.lock:
+            self._balance = value
+
+    def credit(self, amount: Decimal) -> Decimal:
+        """Adds funds (the funding page); returns the new balance."""
+        value = parse_usdc(amount)
+        with self.lock:
+            self._balance += value
+            return self._balance
+
+    # --- the allowlisted registry -----------------------------------------------------------
+
+    def in_registry(self, endpoint_id: str) -> bool:
+        with self.lock:
+            return endpoint_id in self._registry
+
+    def remove_from_registry(self, endpoint_id: str) -> None:
+        """The proxy stops dispatching to this endpoint; the catalogue still lists it."""
+        with self.lock:
+            self._registry.discard(endpoint_id)
+
+    def add_to_registry(self, endpoint_id: str) -> None:
+        with self.lock:
+            self._registry.add(endpoint_id)
+
+    # --- runtime pricing switch -------------------------------------------------------------
+
+    @property
+    def reprice_factor(self) -> Decimal:
+        with self.lock:
+            return self._reprice_factor
+
+    @reprice_factor.setter
+    def reprice_factor(self, factor: Decimal | str | int | float) -> None:
+        # Multiplies every runtime price, so a test can make the challenge ask for more than the
+        # catalogue and the dry run said.
+        value = Decimal(str(factor))
+        if not value.is_finite() or value <= 0:
+            raise ValueError("reprice_factor must be a positive number")
+        with self.lock:
+            self._reprice_factor = value
+
+    # --- charges and idempotency ------------------------------------------------------------
+
+    def charge(
+        self,
+        *,
+        endpoint_id: str,
+        protocol: str,
+        price_usdc: Decimal,
+        chain: str,
+        idempotency_key: str,
+    ) -> Charge:
+        """Debits the balance and records the charge; raises InsufficientFunds, spending nothing,
+        when the balance is short."""
+        with self.lock:
+            if self._balance < price_usdc:
+                raise InsufficientFunds(self._balance, price_usdc)
+            self._balance -= price_usdc
+            charge = Charge(
+                id=f"ch_{len(self._charges) + 1:06d}",
+                endpoint_id=endpoint_id,
+                protocol=protocol,
+                price_usdc=price_usdc,
+                chain=chain,
+                idempotency_key=idempotency_key,
+                at=time.time(),
+            )
+            self._charges.append(charge)
+            return charge
+
+    def replay(self, idempotency_key: str) -> Replay | None:
+        with self.lock:
+            return self._replays.get(idempotency_key)
+
+    def remember(self, idempotency_key: str, fingerprint: str, body: bytes) -> None:
+        with self.lock:
+            self._replays[idempotency_key] = Replay(fingerprint, body)
+
+    @property
+    def charges(self) -> list[Charge]:
+        """A copy of the charges made so far, oldest first."""
+        with self.lock:
+            return list(self._charges)
+
+    def charges_for(self, idempotency_key: str) -> list[Charge]:
+        with self.lock:
+            return [c for c in self._charges if c.idempotency_key == idempotency_key]
+
+    def executions_count(self) -> int:
+        with self.lock:
+            return len(self._charges)
+
+    def total_charged(self) -> Decimal:
+        with self.lock:
+            return sum((c.price_usdc for c in self._charges), Decimal(0))

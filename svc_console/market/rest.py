@@ -1,10 +1,13 @@
 """Client of the marketplace's REST surface at {base_url} (bearer API key)."""
 
+from decimal import Decimal
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 from svc_console.core.models import EndpointRecord
+from svc_console.core.money import format_usdc
 from svc_console.market import http
 
 
@@ -35,7 +38,11 @@ class MarketClient:
     async def search(self, **filters: Any) -> list[EndpointRecord]:
         """`POST /api/search`: query, domain_type, product_class, chain, verified_only,
         max_price_usdc, limit."""
-        body = {key: value for key, value in filters.items() if value is not None}
+        body = {
+            key: format_usdc(value) if isinstance(value, Decimal) else value
+            for key, value in filters.items()
+            if value is not None
+        }
         response = await http.send(self._client, "POST", "/api/search", json=body)
         return http.parse(
             response, lambda data: [EndpointRecord.model_validate(r) for r in data["results"]]
@@ -44,6 +51,4 @@ class MarketClient:
 
 def _segment(value: str) -> str:
     """An id as one URL path segment: an agent-supplied id can never walk to another route."""
-    from urllib.parse import quote
-
     return quote(value, safe="")

@@ -7,6 +7,7 @@ carries the approved ceiling and an idempotency key.
 
 from decimal import Decimal
 from typing import Any, Literal
+from urllib.parse import quote
 
 import httpx
 
@@ -28,8 +29,6 @@ class WalletClient:
         transport: httpx.AsyncBaseTransport | None = None,
         timeout_s: float = 30.0,
     ):
-        from urllib.parse import quote
-
         self._prefix = f"/api/wallets/{quote(username, safe='')}/actions"
         self._client = httpx.AsyncClient(
             base_url=api_base,

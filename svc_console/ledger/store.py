@@ -52,14 +52,11 @@ class Ledger:
                 raise LedgerLocked(
                     f"another svc-console broker is using {path}; stop it or set SVC_CONSOLE_HOME"
                 ) from None
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        os.close(fd)
-        self.db = sqlite_utils.Database(sqlite3.connect(path, check_same_thread=False))
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.execute("PRAGMA busy_timeout=5000")
-        migrate(self.db)
+        try:
+            self.db = self._open(path)
+        except BaseException:
+            self.close()
+            raise
         for suffix in ("-wal", "-shm"):
             sidecar = Path(f"{path}{suffix}")
             if sidecar.exists():
@@ -67,8 +64,25 @@ class Ledger:
         last = self.db.execute("SELECT hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         self._last_hash = last[0] if last else GENESIS
 
+    @staticmethod
+    def _open(path: Path) -> sqlite_utils.Database:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        db = sqlite_utils.Database(sqlite3.connect(path, check_same_thread=False))
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            db.execute("PRAGMA busy_timeout=5000")
+            migrate(db)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
     def close(self) -> None:
-        self.db.close()
+        if getattr(self, "db", None) is not None:
+            self.db.close()
+            self.db = None  # type: ignore[assignment]
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None

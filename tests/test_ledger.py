@@ -1,0 +1,89 @@
+"""The ledger file: state machine enforced at the store, a hash-chained event log, migrations."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from decimal import Decimal
+
+import pytest
+
+from svc_console.core.models import Decision, SpendRequest
+from svc_console.core.states import IllegalTransition, State
+from svc_console.ledger import Ledger, LedgerLocked
+from svc_console.ledger.store import GENESIS
+
+
+def _request(request_id: str = "req_1") -> SpendRequest:
+    return SpendRequest(
+        id=request_id, agent="bot", kind="market_call", endpoint_id="ep", inputs={"q": 1},
+        purpose="p", state=State.received, created_at=1.0, updated_at=1.0,
+        max_usdc=Decimal("0.5"),
+    )  # fmt: skip
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    store = Ledger(tmp_path / "ledger.db")
+    yield store
+    store.close()
+
+
+def test_an_execution_cannot_start_without_an_approval(ledger):
+    ledger.insert_request(_request())
+    ledger.transition("req_1", State.inspecting)
+    ledger.transition("req_1", State.pending)
+    with pytest.raises(IllegalTransition):
+        ledger.start_execution("req_1", decision_id=1, attempt=1, idempotency_key="k", at=2.0)
+    assert ledger.db.execute("SELECT count(*) FROM executions").fetchone()[0] == 0
+    decision = Decision(approved=False, by="op", at=2.0, note="no")
+    ledger.decide("req_1", decision, State.denied)
+    with pytest.raises(IllegalTransition):
+        ledger.decide("req_1", decision, State.approved)
+    assert ledger.get("req_1").state == State.denied
+    assert ledger.get("req_1").max_usdc == Decimal("0.5")
+
+
+def test_events_form_a_hash_chain(ledger):
+    ledger.insert_request(_request("req_1"))
+    ledger.insert_request(_request("req_2"))
+    ledger.transition("req_1", State.inspecting)
+    rows = ledger.db.execute("SELECT at, request_id, type, data, prev_hash, hash FROM events"
+                             " ORDER BY seq").fetchall()  # fmt: skip
+    previous = GENESIS
+    for at, request_id, kind, data, prev_hash, digest in rows:
+        payload = json.dumps(
+            {"at": at, "request_id": request_id, "type": kind, "data": json.loads(data)},
+            separators=(",", ":"), sort_keys=True, ensure_ascii=False,
+        )  # fmt: skip
+        assert prev_hash == previous
+        assert digest == hashlib.sha256((previous + payload).encode()).hexdigest()
+        previous = digest
+    assert len(rows) == 3
+
+
+def test_reopening_continues_the_chain_and_one_writer_at_a_time(tmp_path):
+    path = tmp_path / "ledger.db"
+    first = Ledger(path)
+    first.insert_request(_request("req_1"))
+    with pytest.raises(LedgerLocked):
+        Ledger(path)
+    last = first.db.execute("SELECT hash FROM events ORDER BY seq DESC").fetchone()[0]
+    first.close()
+    second = Ledger(path)
+    second.insert_request(_request("req_2"))
+    link = second.db.execute("SELECT prev_hash FROM events ORDER BY seq DESC").fetchone()[0]
+    assert link == last
+    second.close()
+
+
+def test_a_ledger_from_a_newer_version_is_refused_untouched(tmp_path):
+    path = tmp_path / "ledger.db"
+    Ledger(path).close()
+    with sqlite3.connect(path) as raw:
+        raw.execute("PRAGMA user_version = 99")
+    with pytest.raises(RuntimeError, match="newer svc-console"):
+        Ledger(path)
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == 99

@@ -240,9 +240,6 @@ class Broker:
             )
 
     async def _execute(self, request_id: str) -> None:
-        # Woken once the execution row is committed, so the TUI shows `executing` during the call.
-        task = asyncio.current_task()
-        assert task is not None
         try:
             await self._executor.run(request_id)
         except Exception:

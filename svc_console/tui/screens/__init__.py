@@ -1,0 +1,1 @@
+"""The TUI's screens; the approvals screen is home."""

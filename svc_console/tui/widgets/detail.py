@@ -1,0 +1,183 @@
+"""The detail of one request: what is about to be bought, from whom, for how much, and why it may be
+risky; what the operator needs to approve or deny with open eyes (SPEC.md's safe call flow, step 4).
+
+Everything that came from the agent or the marketplace is passed through `inert`/`inert_line` and
+rendered as `rich.text.Text`, so it is shown as visible text, never as markup or terminal codes.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from svc_console.core.models import SpendRequest
+from svc_console.core.money import format_usdc
+from svc_console.core.sanitize import inert, inert_line
+from svc_console.core.secrets_scan import mask
+from svc_console.core.taxonomy import PRODUCT_CLASSES, domain_label
+from svc_console.tui import present
+from svc_console.tui.colors import Palette
+
+MAX_INPUTS_CHARS = 4000
+MAX_PURPOSE_CHARS = 2000
+
+
+def inputs_json(inputs: dict[str, object]) -> str:
+    """The planned inputs as pretty JSON, secret-looking values masked, made inert."""
+    text = json.dumps(mask(inputs), indent=2, ensure_ascii=False, default=str)
+    return inert(text, MAX_INPUTS_CHARS)
+
+
+def render(request: SpendRequest, colours: Palette, confirm: Decimal | None = None) -> Group:
+    """The whole detail as one renderable: headed sections, each a grid of label and value so a
+    long value wraps under itself rather than under its label."""
+    parts: list[RenderableType] = []
+    rows: Table | None = None
+
+    def heading(title: str) -> None:
+        nonlocal rows
+        parts.append(Text(f"\n{title}", style=colours.heading))
+        rows = None
+
+    def field(label: str | Text, value: str | Text) -> None:
+        nonlocal rows
+        if rows is None:
+            rows = Table.grid(padding=(0, 1))
+            rows.add_column(no_wrap=True, min_width=9)
+            rows.add_column(ratio=1)
+            parts.append(rows)
+        rows.add_row(
+            label if isinstance(label, Text) else Text(label, style=colours.label),
+            value if isinstance(value, Text) else Text(value),
+        )
+
+    def block(text: Text) -> None:
+        nonlocal rows
+        parts.append(text)
+        rows = None
+
+    endpoint = request.endpoint
+    title = Text()
+    title.append(
+        inert_line(endpoint.name, 60) if endpoint else inert_line(request.endpoint_id or "?"),
+        style="bold",
+    )
+    title.append(f"  {inert_line(request.endpoint_id or request.dataset_id or '', 60)}", "dim")
+    block(title)
+    block(
+        Text.assemble(
+            (f"{request.id} · {request.state} · from ", colours.label),
+            (inert_line(request.agent, 64), "bold"),
+        )
+    )
+    heading("Purpose")
+    block(Text(inert(request.purpose, MAX_PURPOSE_CHARS)))
+
+    heading("Price")
+    estimate = request.estimate
+    if estimate is None:
+        field("estimate", "not priced")
+    else:
+        field("estimate", f"{format_usdc(estimate.amount_usdc)} USDC")
+        if estimate.dynamic:
+            field(
+                "range",
+                f"{present.price_range(estimate)} USDC"
+                " (dynamic: the runtime challenge sets the price)",
+            )
+        field("chain", inert_line(estimate.chain, 20))
+        field("protocol", inert_line(estimate.protocol, 10))
+    if request.max_usdc is not None:
+        field("agent max", f"{format_usdc(request.max_usdc)} USDC")
+    if confirm is not None:
+        field("approve", Text(f"type {format_usdc(confirm)} to confirm", style=colours.warn))
+
+    heading("Policy verdict")
+    if request.verdict is None:
+        field("verdict", "none yet")
+    else:
+        field("verdict", present.verdict(request, long=True))
+        field("summary", inert_line(request.verdict.summary, 200))
+        for rule in request.verdict.rules:
+            field("rule", inert_line(rule, 120))
+
+    heading("Risks")
+    if not request.risk:
+        block(Text("none found", style=colours.label))
+    for flag in present.by_severity(request.risk):
+        # The severity takes the console's colour for it; the code and reason stay plain text.
+        field(
+            Text(flag.severity.value.upper(), style=colours.severity(flag.severity)),
+            Text.assemble((inert_line(flag.code, 24), "bold"), "  ", inert_line(flag.reason, 200)),
+        )
+    heading("Planned inputs")
+    block(Text(inputs_json(request.inputs)))
+
+    heading("Provider and data origin")
+    if endpoint is None:
+        field("provider", "not inspected")
+    else:
+        verified = (
+            Text("verified", style=colours.good)
+            if endpoint.verified
+            else Text("not verified", style=colours.warn)
+        )
+        field("provider", Text.assemble(inert_line(endpoint.provider_name, 60), " · ", verified))
+        origin = (
+            "registered by its publisher"
+            if endpoint.origin == "publisher"
+            else "ingested from a public registry"
+        )
+        field("origin", origin)
+        field(
+            "quality",
+            f"qualityScore {endpoint.quality_score:.2f} · reliability {endpoint.reliability:.2f}",
+        )
+        field(
+            "domain", f"{inert_line(endpoint.domain_type, 8)} {domain_label(endpoint.domain_type)}"
+        )
+        field(
+            "product",
+            f"{inert_line(endpoint.product_class, 8)} "
+            f"{PRODUCT_CLASSES.get(endpoint.product_class, 'unknown class')}",
+        )
+        if endpoint.description:
+            field("about", inert_line(endpoint.description, 160))
+
+    if request.reason:
+        heading("Note")
+        block(Text(inert(request.reason, 500)))
+    if request.funding_url:
+        heading("Funding")
+        block(Text(inert_line(request.funding_url, 200)))
+    return Group(*parts)
+
+
+class RequestDetail(VerticalScroll):
+    """Scrollable detail of the selected request (or a hint when nothing is selected)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.shown_id: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="detail-body", markup=False)
+
+    def show(self, request: SpendRequest | None, colours: Palette, confirm: Decimal | None) -> None:
+        body = self.query_one("#detail-body", Static)
+        new_id = request.id if request else None
+        if new_id != self.shown_id:
+            # Another request: start at its top, not where the previous one was scrolled to.
+            self.scroll_home(animate=False)
+            self.shown_id = new_id
+        if request is None:
+            body.update(Text("Select a request to see its detail.", style=colours.label))
+        else:
+            body.update(render(request, colours, confirm))

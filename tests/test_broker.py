@@ -224,3 +224,90 @@ async def test_concurrent_waits_all_wake(runtime):
         await runtime.broker.deny(DenyParams(request_id=ticket["request_id"], reason="no"))
         results = await asyncio.gather(*waits)
     assert {r["state"] for r in results} == {"denied"}
+
+
+async def test_mpp_endpoint_settles_on_tempo(runtime, sandbox):
+    ticket = await submit(runtime, endpoint_id="ep_fx_rates", inputs={"symbol": "EURUSD"})
+    await pending(runtime, ticket["request_id"])
+    await runtime.broker.approve(ApproveParams(request_id=ticket["request_id"]))
+    async with AsyncAgent("bot", runtime.paths.socket) as agent:
+        done = await agent.wait_for_outcome(ticket["request_id"], timeout_s=10)
+    assert done["state"] == "succeeded"
+    assert done["outcome"]["chain"] == "tempo"
+    assert done["outcome"]["receipt"]["protocol"] == "mpp"
+    assert done["outcome"]["charged_usdc"] == "0.05"
+
+
+async def test_kinds_this_version_cannot_pay_are_rejected_with_a_reason(runtime, sandbox):
+    ticket = await submit(runtime, kind="breed_agent", endpoint_id=None, inputs={})
+    request = await eventually(
+        lambda: (r := runtime.broker.get(ticket["request_id"])).state == State.rejected and r
+    )
+    assert "breed_agent" in request.reason and "not supported" in request.reason
+    assert sandbox.state.executions_count() == 0
+
+
+async def test_price_above_the_agents_own_max_is_rejected_before_the_operator(runtime):
+    ticket = await submit(runtime, max_usdc="0.005")
+    request = await eventually(
+        lambda: (r := runtime.broker.get(ticket["request_id"])).state == State.rejected and r
+    )
+    assert "max_usdc" in request.reason and "0.01" in request.reason
+
+
+async def test_dynamic_price_is_approved_up_to_the_agents_max(runtime, sandbox):
+    ticket = await submit(
+        runtime, endpoint_id="ep_scrape_page", inputs={"url": "https://a.example"}, max_usdc="0.08"
+    )
+    await pending(runtime, ticket["request_id"])
+    await runtime.broker.approve(ApproveParams(request_id=ticket["request_id"]))
+    request = await eventually(
+        lambda: (
+            (r := runtime.broker.get(ticket["request_id"])).state
+            in (State.succeeded, State.pending)
+            and r.decision
+            and r
+        )
+    )
+    assert request.decision.ceiling_usdc == Decimal("0.08")
+    for charge in sandbox.state.charges:
+        assert charge.price_usdc <= Decimal("0.08")
+
+
+async def test_no_credential_reaches_the_ledger_or_the_log(make_runtime, sandbox, paths):
+    import logging
+
+    from svc_console import logs
+
+    log_file = logs.configure(paths.logs)
+    runtime = make_runtime()
+    try:
+        await _approve_one_and_run_dry(runtime, sandbox)
+    finally:
+        for handler in list(logging.getLogger().handlers):
+            if getattr(handler, "baseFilename", None) == str(log_file):
+                logging.getLogger().removeHandler(handler)
+                handler.close()
+    assert "broker started" in log_file.read_text()
+    secrets = [sandbox.state.api_key, sandbox.state.api_token]
+    for path in [*paths.home.rglob("*")]:
+        if path.is_file() and path.name != "operator.token":
+            data = path.read_bytes()
+            for secret in secrets:
+                assert secret.encode() not in data, path
+
+
+async def _approve_one_and_run_dry(runtime, sandbox):
+    async with runtime:
+        ticket = await submit(runtime)
+        await pending(runtime, ticket["request_id"])
+        await runtime.broker.approve(ApproveParams(request_id=ticket["request_id"]))
+        async with AsyncAgent("bot", runtime.paths.socket) as agent:
+            await agent.wait_for_outcome(ticket["request_id"], timeout_s=10)
+        sandbox.state.set_balance(Decimal(0))
+        unfunded = await submit(runtime, inputs={"query": "again"})
+        await pending(runtime, unfunded["request_id"])
+        await runtime.broker.approve(ApproveParams(request_id=unfunded["request_id"]))
+        await eventually(
+            lambda: runtime.broker.get(unfunded["request_id"]).state == State.awaiting_funds
+        )

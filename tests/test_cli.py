@@ -133,3 +133,40 @@ def test_serve_refuses_a_second_broker_on_the_same_home(served):
     assert second.returncode == 1
     assert "another svc-console broker" in second.stderr
     assert os.path.exists(served / "svc.sock")
+
+
+def test_sandbox_command_serves_on_loopback_and_keeps_credentials_private(home: Path):
+    server = subprocess.Popen(
+        [*CLI, "sandbox", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        line = server.stdout.readline()
+        assert "no real money moves" in line, server.stderr.read()
+        base_url = line.split(" listening on ")[1].split()[0]
+        assert base_url.startswith("http://127.0.0.1:")
+        credentials_path = home / "sandbox" / "credentials.json"
+        assert credentials_path.stat().st_mode & 0o777 == 0o600
+        credentials = json.loads(credentials_path.read_text())
+        assert credentials["api_key"] not in line and credentials["api_token"] not in line
+        import httpx
+
+        health = httpx.get(f"{base_url}/api/health").json()
+        assert health["sandbox"] is True and health["realMoney"] is False
+        record = httpx.get(
+            f"{base_url}/api/endpoints/ep_websearch_basic",
+            headers={"Authorization": f"Bearer {credentials['api_key']}"},
+        )
+        assert record.json()["name"] == "Web Search"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert not (home / "sandbox" / "credentials.json").exists()
+
+
+def test_a_configured_service_without_a_key_is_a_clear_error(home: Path):
+    env = {**os.environ, "SVC_BASE_URL": "https://market.example"}
+    result = subprocess.run([*CLI, "serve"], capture_output=True, text=True, timeout=30, env=env)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "svc-console: SVC_BASE_URL is set but SVC_API_KEY is not; run svc-console login"
+    )

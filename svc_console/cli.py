@@ -274,12 +274,22 @@ def _run_approve(args: argparse.Namespace) -> int:
     params = {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
     if args.note:
         params["note"] = args.note
+    from svc_console.agent import AgentError
+
     with _connect("operator-cli", operator=True) as agent:
-        request = _call(
-            lambda: agent.call(
+        try:
+            request = agent.call(
                 "approvals.approve", {k: v for k, v in params.items() if v is not None}
             )
-        )
+        except AgentError as exc:
+            if exc.reason == "confirmation_required":
+                amount = exc.data.get("amount")
+                raise CommandError(
+                    f"{args.request_id} may cost {amount} USDC: to approve, type the amount:"
+                    f" --confirm-amount {amount}",
+                    EXIT_USAGE,
+                ) from None
+            raise CommandError(exc.message, EXIT_USAGE) from None
     print(f"{request['id']} {request['state']}")
     return 0
 

@@ -170,3 +170,35 @@ def test_a_configured_service_without_a_key_is_a_clear_error(home: Path):
     assert result.stderr.strip() == (
         "svc-console: SVC_BASE_URL is set but SVC_API_KEY is not; run svc-console login"
     )
+
+
+def test_approving_above_the_threshold_asks_for_the_typed_amount(served):
+    # A 1.50 USDC video generation: above the default 1 USDC threshold.
+    ticket = run(
+        "agent", "submit", "--endpoint", "ep_frameify_generate",
+        "--inputs", '{"prompt": "a lighthouse at dawn"}', "--purpose", "storyboard",
+    )  # fmt: skip
+    request_id = ticket.stdout.split()[0]
+    wait_for(lambda: request_id in pending_ids())
+    untyped = run("approvals", "approve", request_id)
+    assert untyped.returncode == 2
+    assert "--confirm-amount 1.50" in untyped.stderr
+    mistyped = run("approvals", "approve", request_id, "--confirm-amount", "1.05")
+    assert mistyped.returncode == 2
+    assert request_id in pending_ids()
+    typed = run("approvals", "approve", request_id, "--confirm-amount", "1.5")
+    assert typed.returncode == 0, typed.stderr
+    assert request_id not in pending_ids()
+
+
+def test_wrong_typed_amount_is_refused_and_changes_nothing(served):
+    ticket = run(
+        "agent", "submit", "--endpoint", "ep_websearch_basic", "--inputs", '{"query": "q"}',
+        "--purpose", "p",
+    )  # fmt: skip
+    request_id = ticket.stdout.split()[0]
+    wait_for(lambda: request_id in pending_ids())
+    wrong = run("approvals", "approve", request_id, "--confirm-amount", "not-a-number")
+    assert wrong.returncode == 2
+    assert "confirm_amount" in wrong.stderr
+    assert request_id in pending_ids()

@@ -53,6 +53,7 @@ class Executor:
 
         def finish(state: State, error: str | None = None, **fields: object) -> State:
             self.ledger.finish_execution(execution, state, at=self.clock(), error=error, **fields)
+            log.info("%s attempt %d ended %s", request_id, attempt, state)
             return state
 
         try:

@@ -183,6 +183,7 @@ class Broker:
             note=params.note,
         )
         self.ledger.decide(request.id, decision, State.approved)
+        log.info("%s approved by %s up to %s USDC", request.id, by, decision.ceiling_usdc)
         self._changed(request.id)
         self._spawn(self._execute(request.id), f"execute-{request.id}")
         return self.get(request.id)
@@ -191,6 +192,7 @@ class Broker:
         request = self._pending(params.request_id)
         decision = Decision(approved=False, by=by, at=self.clock(), note=params.reason)
         self.ledger.decide(request.id, decision, State.denied)
+        log.info("%s denied by %s", request.id, by)
         self._changed(request.id)
         return self.get(request.id)
 

@@ -311,3 +311,58 @@ async def _approve_one_and_run_dry(runtime, sandbox):
         await eventually(
             lambda: runtime.broker.get(unfunded["request_id"]).state == State.awaiting_funds
         )
+
+
+async def approved_until(runtime, request_id, *states):
+    await runtime.broker.approve(ApproveParams(request_id=request_id))
+    return await eventually(
+        lambda: (
+            (r := runtime.broker.get(request_id)).state in states
+            and r.decision
+            and r.decision.approved
+            and runtime.ledger.in_flight_execution(request_id) is None
+            and r
+        )
+    )
+
+
+async def test_a_request_repriced_twice_can_still_be_approved_and_paid_once(runtime, sandbox):
+    ticket = await submit(runtime)
+    request_id = ticket["request_id"]
+    await pending(runtime, request_id)
+    for factor in (3, 5):  # each approval covers the last price asked, then the price rises again
+        sandbox.state.reprice_factor = Decimal(factor)
+        repriced = await approved_until(runtime, request_id, State.pending)
+        assert repriced.estimate.amount_usdc == Decimal("0.01") * factor
+    sandbox.state.reprice_factor = Decimal(1)
+    # The approval covers up to the re-priced 0.05; the provider now asks the usual 0.01.
+    done = await approved_until(runtime, request_id, State.succeeded)
+    assert done.outcome.charged_usdc == Decimal("0.01")
+    assert sandbox.state.executions_count() == 1
+    assert runtime.ledger.attempts(request_id) == 3
+
+
+async def test_funding_retry_happens_once_within_the_same_approval(runtime, sandbox):
+    sandbox.state.set_balance(Decimal(0))
+    first = await submit(runtime)
+    await pending(runtime, first["request_id"])
+    await approved_until(runtime, first["request_id"], State.awaiting_funds)
+    sandbox.state.set_balance(Decimal(5))
+    await runtime.broker.retry_funded(first["request_id"])
+    done = await eventually(
+        lambda: (r := runtime.broker.get(first["request_id"])).state == State.succeeded and r
+    )
+    assert done.outcome.charged_usdc == Decimal("0.01")
+    with pytest.raises(Exception, match="not awaiting funds"):
+        await runtime.broker.retry_funded(first["request_id"])
+
+    sandbox.state.set_balance(Decimal(0))
+    second = await submit(runtime, inputs={"query": "again"})
+    await pending(runtime, second["request_id"])
+    await approved_until(runtime, second["request_id"], State.awaiting_funds)
+    await runtime.broker.retry_funded(second["request_id"])
+    failed = await eventually(
+        lambda: (r := runtime.broker.get(second["request_id"])).state == State.failed and r
+    )
+    assert "still unfunded on the retry" in failed.reason
+    assert sandbox.state.executions_count() == 1

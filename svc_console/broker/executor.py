@@ -43,10 +43,11 @@ class Executor:
         endpoint, estimate = request.endpoint, request.estimate
         if endpoint is None or estimate is None or decision.ceiling_usdc is None:
             raise RuntimeError(f"refusing to execute {request_id}: not inspected")
-        attempt = self.ledger.attempts(request_id) + 1
+        # The funding retry is counted per approval: a re-priced request approved again starts anew.
+        attempt = self.ledger.attempts(request_id, decision_id) + 1
         if attempt > MAX_ATTEMPTS:
-            raise RuntimeError(f"refusing to execute {request_id} a third time")
-        key = f"{request_id}-{attempt}"
+            raise RuntimeError(f"refusing to execute {request_id} a third time on one approval")
+        key = f"{request_id}-{self.ledger.attempts(request_id) + 1}"
         execution = self.ledger.start_execution(
             request_id, decision_id, attempt, key, at=self.clock()
         )

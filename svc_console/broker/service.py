@@ -201,7 +201,8 @@ class Broker:
         request = self.get(request_id)
         if request.state != State.awaiting_funds:
             raise errors.WrongState(f"request {request_id} is {request.state}, not awaiting funds")
-        if self.ledger.attempts(request_id) >= MAX_ATTEMPTS:
+        latest = self.ledger.latest_decision(request_id)
+        if latest is None or self.ledger.attempts(request_id, latest[0]) >= MAX_ATTEMPTS:
             raise errors.WrongState(f"request {request_id} has had its one retry")
         self._spawn(self._execute(request_id), f"retry-{request_id}")
         return request

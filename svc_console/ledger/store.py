@@ -254,10 +254,14 @@ class Ledger:
             )
             self._write_state(row["request_id"], target, at, {"reason": error, **fields})
 
-    def attempts(self, request_id: str) -> int:
-        return self.db.execute(
-            "SELECT count(*) FROM executions WHERE request_id = ?", [request_id]
-        ).fetchone()[0]
+    def attempts(self, request_id: str, decision_id: int | None = None) -> int:
+        """Execution attempts of a request, or of one of its approvals."""
+        if decision_id is None:
+            sql, args = "SELECT count(*) FROM executions WHERE request_id = ?", [request_id]
+        else:
+            sql = "SELECT count(*) FROM executions WHERE request_id = ? AND decision_id = ?"
+            args = [request_id, decision_id]
+        return self.db.execute(sql, args).fetchone()[0]
 
     # -- queries ------------------------------------------------------------------------------
 

@@ -49,6 +49,7 @@ def test_state_machine_refuses_execution_without_approval():
         ("over\rwrite", "over<CR>write"),
         ("\x9b2J", "<CSI>2J"),
         ("tag\U000e0041", "tag<U+E0041>"),
+        ("line\u2028break", "line<U+2028>break"),
     ],
 )
 def test_inert_makes_control_sequences_visible(hostile, visible):

@@ -7,6 +7,7 @@ are read from the user's home, or from SVC_CONSOLE_HOME when that is set.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -86,13 +87,23 @@ def ensure_private_dir(path: Path) -> Path:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write a file that only its owner can read, atomically (never a half-written secret)."""
+    """Write a file that only its owner can read, atomically (never a half-written secret).
+
+    The temporary file is created afresh (O_EXCL, no symlink followed), so a leftover one with a
+    wider mode can never lend it that mode."""
     ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
 
 
 def read_private(path: Path) -> str:

@@ -11,7 +11,6 @@ import contextlib
 import ipaddress
 import json
 import logging
-import os
 import signal
 import socket
 import threading
@@ -23,6 +22,7 @@ import uvicorn
 
 from svc_console.sandbox.app import create_app
 from svc_console.sandbox.state import SandboxState
+from svc_console.settings import write_private
 
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
@@ -144,26 +144,8 @@ class SandboxServer:
 
 
 def write_credentials(path: Path, credentials: dict[str, object]) -> None:
-    """Writes the credentials owner-only (file 0600, a folder it creates 0700), atomically."""
-    path = Path(path)
-    if not path.parent.exists():
-        path.parent.mkdir(parents=True, mode=0o700)
-        path.parent.chmod(0o700)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        temporary.unlink()
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(temporary, flags, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(credentials, handle, indent=2)
-            handle.write("\n")
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
-        raise
-    os.replace(temporary, path)
+    """Writes the credentials owner-only (file 0600, folder 0700), atomically."""
+    write_private(Path(path), json.dumps(credentials, indent=2) + "\n")
 
 
 def _remove_if_ours(path: Path, api_key: str) -> None:

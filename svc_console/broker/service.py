@@ -23,7 +23,7 @@ from svc_console.broker.params import ApproveParams, DenyParams, SubmitParams
 from svc_console.broker.pipeline import Intake, approval_ceiling
 from svc_console.core.models import Decision, SpendRequest
 from svc_console.core.money import format_usdc
-from svc_console.core.states import CANCELLABLE, FINAL, State
+from svc_console.core.states import CANCELLABLE, FINAL, IllegalTransition, State
 from svc_console.ledger import Ledger
 from svc_console.market.gateway import Marketplace
 from svc_console.policy import ManualReview, PolicyEngine
@@ -224,7 +224,8 @@ class Broker:
         try:
             state = await self._intake.run(request, self.clock())
         except Exception as exc:  # a request the pipeline could not finish must not hang
-            if not _moved_on(exc):
+            # Losing a race to the agent's cancel is expected: the request has already moved on.
+            if not isinstance(exc, IllegalTransition):
                 log.exception("intake of %s failed", request.id)
                 self._fail_intake(request.id, exc)
             self._changed(request.id)
@@ -306,10 +307,3 @@ class Broker:
                 listener(request)
             except Exception:
                 log.exception("a listener failed")
-
-
-def _moved_on(exc: Exception) -> bool:
-    """True when intake lost a race it should lose (the agent cancelled meanwhile)."""
-    from svc_console.core.states import IllegalTransition
-
-    return isinstance(exc, IllegalTransition)

@@ -197,19 +197,19 @@ class ApprovalSocket:
             return _error(request_id, errors.InvalidParams("params must be an object"))
         try:
             result = await self._call(connection, method, params)
-        except errors.BrokerError as exc:
-            return _error(request_id, exc) if "id" in message else None
         except ValidationError as exc:
-            return (
-                _error(request_id, errors.InvalidParams(_explain(exc))) if "id" in message else None
-            )
+            failure = errors.InvalidParams(_explain(exc))
+        except errors.BrokerError as exc:
+            failure = exc
         except Exception:
             log.exception("socket method %s failed", method)
-            return _error(
-                request_id, _rpc(INTERNAL_ERROR, "internal", "internal error; see the log")
-            )
+            failure = _rpc(INTERNAL_ERROR, "internal", "internal error; see the log")
+        else:
+            failure = None
         if "id" not in message:
-            return None  # a notification gets no answer
+            return None  # a notification gets no answer, not even an error
+        if failure is not None:
+            return _error(request_id, failure)
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     async def _call(self, connection: _Connection, method: str, params: dict[str, Any]) -> Any:

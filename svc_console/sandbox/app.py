@@ -7,7 +7,6 @@ what the console parses. See the package docstring for the choices made where SP
 
 from __future__ import annotations
 
-import hmac
 import html
 import json
 import re
@@ -25,7 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from svc_console.core.models import DryRun, EndpointRecord, Outcome, Receipt
 from svc_console.core.money import format_usdc, parse_usdc
@@ -33,8 +32,19 @@ from svc_console.core.taxonomy import CHAINS, DOMAIN_TYPES, PRODUCT_CLASSES
 from svc_console.sandbox import upstream
 from svc_console.sandbox.catalog import Catalog, catalog, settleable_chains, skill_markdown
 from svc_console.sandbox.state import InsufficientFunds, SandboxState
+from svc_console.sandbox.web import (
+    Quiet,
+    Refusal,
+    bearer,
+    json_object,
+    on_crash,
+    on_http_error,
+    on_refusal,
+    page,
+    read_body,
+    same_secret,
+)
 
-MAX_BODY_BYTES = 1024 * 1024
 SEARCH_DEFAULT_LIMIT = 25
 SEARCH_MAX_LIMIT = 50
 FUNDING_DEFAULT = Decimal(10)
@@ -54,30 +64,6 @@ NETWORKS = {
 HEALTH = {"sandbox": True, "service": "svc-console sandbox", "realMoney": False}
 DRY_RUN_POLICY = {"requiresApproval": True, "source": "sandbox default"}
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
-
-
-class Refusal(Exception):
-    """A request the sandbox answers with an error body instead of a result."""
-
-    def __init__(
-        self,
-        status: int,
-        code: str,
-        message: str,
-        *,
-        headers: dict[str, str] | None = None,
-        **details: Any,
-    ):
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-        self.headers, self.details = headers, details
-
-
-def error_response(
-    status: int, code: str, message: str, headers: dict[str, str] | None = None, **details: Any
-) -> JSONResponse:
-    body = {"error": {"code": code, "message": message, **details}, "sandbox": True}
-    return JSONResponse(body, status_code=status, headers=headers)
 
 
 # --- prices ----------------------------------------------------------------------------------
@@ -176,47 +162,6 @@ def input_problems(validator: Draft202012Validator, inputs: dict[str, Any]) -> l
 
 
 # --- request parsing -------------------------------------------------------------------------
-
-
-def _bearer(request: Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    token = token.strip()
-    return token if scheme.lower() == "bearer" and token else None
-
-
-def _same_secret(given: str | None, expected: str) -> bool:
-    return given is not None and hmac.compare_digest(given.encode(), expected.encode())
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number")
-
-
-async def _read_body(request: Request) -> bytes:
-    too_large = Refusal(413, "PAYLOAD_TOO_LARGE", f"bodies are limited to {MAX_BODY_BYTES} bytes")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise too_large
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def _json_object(request: Request, code: str, *, empty_ok: bool = False) -> dict[str, Any]:
-    raw = await _read_body(request)
-    if empty_ok and not raw.strip():
-        return {}
-    try:
-        data = json.loads(raw, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        raise Refusal(400, code, "the body is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise Refusal(400, code, "the body must be a JSON object")
-    return data
 
 
 @dataclass(frozen=True)
@@ -333,35 +278,6 @@ def _camel(value: Any) -> Any:
     return value
 
 
-# --- pages -----------------------------------------------------------------------------------
-
-_PAGE_HEADERS = {
-    "Cache-Control": "no-store",
-    "Referrer-Policy": "no-referrer",
-    "Content-Security-Policy": (
-        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
-    ),
-}
-_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>body{{font-family:sans-serif;max-width:36em;margin:2em auto;line-height:1.5}}
-.banner{{background:#fde68a;padding:.5em 1em;font-weight:bold}}</style></head>
-<body><p class="banner">SANDBOX: no real money moves here. Balances are make-believe USDC.</p>
-<h1>{title}</h1>
-{content}
-</body></html>
-"""
-
-
-def _page(title: str, content: str, status: int = 200) -> HTMLResponse:
-    """`content` must already be HTML-escaped where it holds anything not written here."""
-    return HTMLResponse(
-        _PAGE.format(title=html.escape(title), content=content),
-        status_code=status,
-        headers=_PAGE_HEADERS,
-    )
-
-
 # --- the application -------------------------------------------------------------------------
 
 
@@ -373,7 +289,7 @@ class _Sandbox:
     # authentication
 
     def _require_key(self, request: Request) -> None:
-        if not _same_secret(_bearer(request), self.state.api_key):
+        if not same_secret(bearer(request), self.state.api_key):
             raise Refusal(
                 401,
                 "UNAUTHORIZED",
@@ -382,7 +298,7 @@ class _Sandbox:
             )
 
     def _require_wallet(self, request: Request) -> None:
-        if not _same_secret(_bearer(request), self.state.api_token):
+        if not same_secret(bearer(request), self.state.api_token):
             raise Refusal(
                 401,
                 "UNAUTHORIZED",
@@ -418,7 +334,7 @@ class _Sandbox:
 
     async def search(self, request: Request) -> Response:
         self._require_key(request)
-        filters = _search_filters(await _json_object(request, "INVALID_PARAMS", empty_ok=True))
+        filters = _search_filters(await json_object(request, "INVALID_PARAMS", empty_ok=True))
         terms = (filters["query"] or "").lower().split()
         ranked = []
         for record in self.catalog.endpoints:
@@ -459,7 +375,7 @@ class _Sandbox:
 
     async def _proxy(self, request: Request, protocol: str) -> Response:
         self._require_wallet(request)
-        body = await _json_object(request, "INVALID_REQUEST")
+        body = await json_object(request, "INVALID_REQUEST")
         call = _parse_call(body, request.headers.get("idempotency-key"))
         record = self.catalog.get(call.endpoint_id)
         if record is None or not self.state.in_registry(record.id):
@@ -611,7 +527,7 @@ class _Sandbox:
     def _known_wallet(self, request: Request) -> HTMLResponse | None:
         if request.path_params["username"] == self.state.username:
             return None
-        return _page("Unknown wallet", "<p>This sandbox has no wallet by that name.</p>", 404)
+        return page("Unknown wallet", "<p>This sandbox has no wallet by that name.</p>", 404)
 
     def _form(self, balance: Decimal, note: str = "") -> str:
         username = html.escape(self.state.username)
@@ -628,18 +544,18 @@ class _Sandbox:
         unknown = self._known_wallet(request)
         if unknown is not None:
             return unknown
-        return _page("Fund the sandbox wallet", self._form(self.state.balance))
+        return page("Fund the sandbox wallet", self._form(self.state.balance))
 
     async def fund(self, request: Request) -> Response:
         unknown = self._known_wallet(request)
         if unknown is not None:
             return unknown
         form = parse_qs(
-            (await _read_body(request)).decode("utf-8", "replace"), keep_blank_values=True
+            (await read_body(request)).decode("utf-8", "replace"), keep_blank_values=True
         )
         token = (form.get("token") or [""])[0]
-        if not _same_secret(token, self.state.funding_token):
-            return _page("Form expired", "<p>Reload the funding page and try again.</p>", 403)
+        if not same_secret(token, self.state.funding_token):
+            return page("Form expired", "<p>Reload the funding page and try again.</p>", 403)
         text = (form.get("amount") or [""])[0].strip() or str(FUNDING_DEFAULT)
         try:
             amount = parse_usdc(text)
@@ -650,44 +566,13 @@ class _Sandbox:
                 f"<p><strong>Enter an amount above 0 and at most {FUNDING_MAX} USDC,"
                 " with at most 6 decimals.</strong></p>\n"
             )
-            return _page("Fund the sandbox wallet", self._form(self.state.balance, note), 400)
+            return page("Fund the sandbox wallet", self._form(self.state.balance, note), 400)
         balance = self.state.credit(amount)
         note = (
             f"<p><strong>Added {html.escape(format_usdc(amount))} USDC.</strong>"
             f" New balance: {html.escape(format_usdc(balance))} USDC.</p>\n"
         )
-        return _page("Sandbox wallet funded", self._form(balance, note))
-
-
-async def _on_refusal(request: Request, exc: Refusal) -> Response:
-    return error_response(exc.status, exc.code, exc.message, exc.headers, **exc.details)
-
-
-_HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
-
-
-async def _on_http_error(request: Request, exc: HTTPException) -> Response:
-    code = _HTTP_CODES.get(exc.status_code, f"HTTP_{exc.status_code}")
-    return error_response(exc.status_code, code, str(exc.detail), exc.headers)
-
-
-async def _on_crash(request: Request, exc: Exception) -> Response:
-    return error_response(500, "INTERNAL", f"the sandbox failed ({type(exc).__name__})")
-
-
-class _Quiet:
-    """Keeps a crash inside the sandbox: the 500 answer is already sent, and letting the exception
-    reach the server would print a traceback over the operator's terminal UI."""
-
-    def __init__(self, app: ASGIApp):
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await self.app(scope, receive, send)
-        except Exception:
-            if scope["type"] != "http":
-                raise
+        return page("Sandbox wallet funded", self._form(balance, note))
 
 
 def create_app(state: SandboxState, listing: Catalog | None = None) -> ASGIApp:
@@ -708,9 +593,9 @@ def create_app(state: SandboxState, listing: Catalog | None = None) -> ASGIApp:
     app = Starlette(
         routes=routes,
         exception_handlers={
-            Refusal: _on_refusal,
-            HTTPException: _on_http_error,
-            Exception: _on_crash,
+            Refusal: on_refusal,
+            HTTPException: on_http_error,
+            Exception: on_crash,
         },
     )
-    return _Quiet(app)
+    return Quiet(app)

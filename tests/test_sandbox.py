@@ -316,7 +316,10 @@ async def test_search_filters(market: MarketClient, http: httpx.Client, rest: di
     cheap = await market.search(max_price_usdc="0.005", limit=50)
     assert cheap and all(r.pricing.ceiling <= Decimal("0.005") for r in cheap)
 
-    combined = await market.search(query="web", domain_type="A8", verified_only=False, limit=50)
+    # Over a hundred A8 endpoints mention the web; the provider's name narrows it to ScrapeWorks.
+    combined = await market.search(
+        query="web scrapeworks", domain_type="A8", verified_only=False, limit=50
+    )
     assert SCRAPE_ID in [r.id for r in combined]
     verified_scrapers = await market.search(domain_type="A8", verified_only=True, limit=50)
     assert SCRAPE_ID not in [r.id for r in verified_scrapers]

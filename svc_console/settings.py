@@ -46,6 +46,11 @@ class Paths:
         return self.home / "sandbox"
 
     @property
+    def sandbox_outbox(self) -> Path:
+        """Where the sandbox delivers its e-mail (one-time codes), one `.eml` file per message."""
+        return self.sandbox / "outbox"
+
+    @property
     def user_home(self) -> Path:
         """What the spec calls `~`: SVC_CONSOLE_HOME when set (tests never touch the real home)."""
         return self.home if self.explicit_home else Path.home()

@@ -29,7 +29,7 @@ from starlette.types import ASGIApp
 from svc_console.core.models import DryRun, EndpointRecord, Outcome, Receipt
 from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.core.taxonomy import CHAINS, DOMAIN_TYPES, PRODUCT_CLASSES
-from svc_console.sandbox import upstream
+from svc_console.sandbox import account_routes, compute, upstream
 from svc_console.sandbox.catalog import Catalog, catalog, settleable_chains, skill_markdown
 from svc_console.sandbox.state import InsufficientFunds, SandboxState
 from svc_console.sandbox.web import (
@@ -289,7 +289,8 @@ class _Sandbox:
     # authentication
 
     def _require_key(self, request: Request) -> None:
-        if not same_secret(bearer(request), self.state.api_key):
+        # The state's own key and every key the login flow issued (sandbox.accounts).
+        if self.state.accounts.api_key_agent(bearer(request)) is None:
             raise Refusal(
                 401,
                 "UNAUTHORIZED",
@@ -298,14 +299,16 @@ class _Sandbox:
             )
 
     def _require_wallet(self, request: Request) -> None:
-        if not same_secret(bearer(request), self.state.api_token):
+        # The state's own token and every apiToken the connection flow issued.
+        owner = self.state.accounts.wallet_owner(bearer(request))
+        if owner is None:
             raise Refusal(
                 401,
                 "UNAUTHORIZED",
                 "missing or invalid wallet API token",
                 headers={"WWW-Authenticate": 'Bearer realm="svc-console sandbox wallet"'},
             )
-        if request.path_params["username"] != self.state.username:
+        if request.path_params["username"] != owner:
             raise Refusal(403, "NOT_YOUR_WALLET", "this token does not belong to that wallet")
 
     # REST catalogue
@@ -525,7 +528,7 @@ class _Sandbox:
     # funding page
 
     def _known_wallet(self, request: Request) -> HTMLResponse | None:
-        if request.path_params["username"] == self.state.username:
+        if self.state.accounts.has_wallet(request.path_params["username"]):
             return None
         return page("Unknown wallet", "<p>This sandbox has no wallet by that name.</p>", 404)
 
@@ -589,6 +592,8 @@ def create_app(state: SandboxState, listing: Catalog | None = None) -> ASGIApp:
         Route(f"{wallet}/mpp/pay", sandbox.mpp_pay, methods=["POST"]),
         Route("/fund/{username}", sandbox.fund_page, methods=["GET"]),
         Route("/fund/{username}", sandbox.fund, methods=["POST"]),
+        *account_routes.routes(state, sandbox.catalog),
+        *compute.routes(state, sandbox.catalog),
     ]
     app = Starlette(
         routes=routes,

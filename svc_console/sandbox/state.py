@@ -14,9 +14,14 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from urllib.parse import quote
 
 from svc_console.core.money import parse_usdc
+from svc_console.sandbox.accounts import Accounts
+from svc_console.sandbox.compute import JobBoard
+from svc_console.sandbox.outbox import Outbox
+from svc_console.settings import resolve_paths
 
 DEFAULT_BALANCE = Decimal(25)
 DEFAULT_USERNAME = "sandbox-operator"
@@ -58,6 +63,7 @@ class SandboxState:
         username: str = DEFAULT_USERNAME,
         balance: Decimal = DEFAULT_BALANCE,
         registry: Iterable[str] | None = None,
+        outbox: Path | None = None,
     ):
         self.lock = threading.RLock()
         self.api_key = "sk_live_" + secrets.token_urlsafe(24)
@@ -75,6 +81,11 @@ class SandboxState:
         self._charges: list[Charge] = []
         self._replays: dict[str, Replay] = {}
         self._reprice_factor = Decimal(1)
+        # Accounts, one-time codes (delivered to the outbox folder, default
+        # $SVC_CONSOLE_HOME/sandbox/outbox) and compute jobs: see sandbox.accounts, .compute.
+        self.outbox_dir = Path(outbox) if outbox is not None else resolve_paths().sandbox_outbox
+        self.accounts = Accounts(self, Outbox(self.outbox_dir))
+        self.jobs = JobBoard()
 
     # --- addresses and credentials ---------------------------------------------------------
 

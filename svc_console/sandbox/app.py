@@ -28,9 +28,16 @@ from starlette.types import ASGIApp
 
 from svc_console.core.models import DryRun, EndpointRecord, Outcome, Receipt
 from svc_console.core.money import format_usdc, parse_usdc
-from svc_console.core.taxonomy import CHAINS, DOMAIN_TYPES, PRODUCT_CLASSES
-from svc_console.sandbox import account_routes, compute, upstream
+from svc_console.sandbox import account_routes, catalogue_routes, compute, upstream
 from svc_console.sandbox.catalog import Catalog, catalog, settleable_chains, skill_markdown
+from svc_console.sandbox.queries import (
+    MARKET_DEFAULT_LIMIT,
+    MARKET_MAX_LIMIT,
+    InvalidArguments,
+    MarketQuery,
+    parse_arguments,
+    search_market,
+)
 from svc_console.sandbox.state import InsufficientFunds, SandboxState
 from svc_console.sandbox.web import (
     Quiet,
@@ -45,8 +52,8 @@ from svc_console.sandbox.web import (
     same_secret,
 )
 
-SEARCH_DEFAULT_LIMIT = 25
-SEARCH_MAX_LIMIT = 50
+SEARCH_DEFAULT_LIMIT = MARKET_DEFAULT_LIMIT  # POST /api/search: sandbox.queries.MarketQuery
+SEARCH_MAX_LIMIT = MARKET_MAX_LIMIT
 FUNDING_DEFAULT = Decimal(10)
 FUNDING_MAX = Decimal(10_000)
 # Dynamic prices resolve to this granularity: the challenge reads like a real one (0.0437 USDC).
@@ -223,53 +230,6 @@ def _parse_call(body: dict[str, Any], header_key: str | None) -> Call:
     )
 
 
-def _search_filters(body: dict[str, Any]) -> dict[str, Any]:
-    def bad(message: str) -> Refusal:
-        return Refusal(400, "INVALID_PARAMS", message)
-
-    allowed = (
-        "query",
-        "domain_type",
-        "product_class",
-        "chain",
-        "verified_only",
-        "max_price_usdc",
-        "limit",
-    )
-    unknown = [str(key)[:40] for key in body if key not in allowed]
-    if unknown:
-        # A misspelt filter silently ignored would widen the results the agent sees.
-        raise bad(f"unknown filter(s): {', '.join(sorted(unknown))}")
-    filters = {key: body.get(key) for key in allowed}
-    query = filters["query"]
-    if query is not None and (not isinstance(query, str) or len(query) > 500):
-        raise bad("query must be a string of at most 500 characters")
-    for key, known in (("domain_type", DOMAIN_TYPES), ("product_class", PRODUCT_CLASSES)):
-        value = filters[key]
-        if value is not None and value not in known:
-            raise bad(f"{key} must be one of {', '.join(known)}")
-    if filters["chain"] is not None and filters["chain"] not in CHAINS:
-        raise bad(f"chain must be one of {', '.join(CHAINS)}")
-    if filters["verified_only"] is not None and not isinstance(filters["verified_only"], bool):
-        raise bad("verified_only must be true or false")
-    if filters["max_price_usdc"] is not None:
-        try:
-            filters["max_price_usdc"] = parse_usdc(filters["max_price_usdc"])
-        except ValueError as exc:
-            raise bad(f"max_price_usdc {exc}") from None
-    limit = filters["limit"]
-    if limit is None:
-        limit = SEARCH_DEFAULT_LIMIT
-    elif isinstance(limit, float) and limit.is_integer():
-        limit = int(limit)
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise bad("limit must be an integer")
-    if not 1 <= limit <= SEARCH_MAX_LIMIT:
-        raise bad(f"limit must be between 1 and {SEARCH_MAX_LIMIT}, got {limit}")
-    filters["limit"] = limit
-    return filters
-
-
 def _camel(value: Any) -> Any:
     if isinstance(value, dict):
         return {to_camel(key): _camel(item) for key, item in value.items()}
@@ -337,36 +297,15 @@ class _Sandbox:
 
     async def search(self, request: Request) -> Response:
         self._require_key(request)
-        filters = _search_filters(await json_object(request, "INVALID_PARAMS", empty_ok=True))
-        terms = (filters["query"] or "").lower().split()
-        ranked = []
-        for record in self.catalog.endpoints:
-            if not self._matches(record, filters):
-                continue
-            haystack = self.catalog.haystack(record.id)
-            if not all(term in haystack for term in terms):
-                continue
-            title = f"{record.name} {record.provider_name}".lower()
-            tags = " ".join(record.tags).lower()
-            score = sum(3 if t in title else 2 if t in tags else 1 for t in terms)
-            ranked.append((-score, -record.quality_score, record.id, record))
-        ranked.sort(key=lambda item: item[:3])
-        results = [item[3].model_dump(mode="json") for item in ranked[: filters["limit"]]]
-        return JSONResponse({"results": results, "total": len(ranked), "sandbox": True})
-
-    @staticmethod
-    def _matches(record: EndpointRecord, filters: dict[str, Any]) -> bool:
-        if filters["domain_type"] and record.domain_type != filters["domain_type"]:
-            return False
-        if filters["product_class"] and record.product_class != filters["product_class"]:
-            return False
-        if filters["chain"] and filters["chain"] not in record.chains:
-            return False
-        if filters["verified_only"] and not record.verified:
-            return False
-        # A dynamic price counts at its ceiling: the filter promises nothing above the threshold.
-        ceiling = filters["max_price_usdc"]
-        return ceiling is None or record.pricing.ceiling <= ceiling
+        body = await json_object(request, "INVALID_PARAMS", empty_ok=True)
+        try:
+            # A misspelt filter is refused, not ignored: ignoring it would widen the results.
+            query = parse_arguments(MarketQuery, body)
+        except InvalidArguments as exc:
+            raise Refusal(400, "INVALID_PARAMS", exc.message, fields=exc.as_json()) from None
+        found, total = search_market(self.catalog, query)
+        results = [record.model_dump(mode="json") for record in found]
+        return JSONResponse({"results": results, "total": total, "sandbox": True})
 
     # wallet proxy
 
@@ -594,6 +533,7 @@ def create_app(state: SandboxState, listing: Catalog | None = None) -> ASGIApp:
         Route("/fund/{username}", sandbox.fund, methods=["POST"]),
         *account_routes.routes(state, sandbox.catalog),
         *compute.routes(state, sandbox.catalog),
+        *catalogue_routes.routes(state, sandbox.catalog),
     ]
     app = Starlette(
         routes=routes,

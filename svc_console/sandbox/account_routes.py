@@ -292,7 +292,17 @@ class _AccountRoutes:
             }
         )
 
-    def _charge(self, charge: Charge) -> dict[str, Any]:
+    def _transactions(self) -> dict[str, str]:
+        """Charge id -> transaction of the x402 settlements (sandbox.x402 keeps them)."""
+        with self.state.lock:
+            settlements = list(getattr(self.state, "settlements", {}).items())
+        return {
+            charge_id: transaction
+            for transaction, settlement in settlements
+            if (charge_id := getattr(settlement, "charge_id", None)) is not None
+        }
+
+    def _charge(self, charge: Charge, transactions: dict[str, str]) -> dict[str, Any]:
         """One usage entry, in the shape `core.usage.UsageCharge` reads."""
         record = self.listing.get(charge.endpoint_id)
         if record is not None:
@@ -301,7 +311,7 @@ class _AccountRoutes:
             kind, provider, domain = charge.endpoint_id.removeprefix("svc_"), "svc", None
         else:
             kind, provider, domain = "dataset", "svc", None
-        transaction = getattr(charge, "transaction", None)
+        transaction = transactions.get(charge.id)
         if transaction is None and record is not None:
             # The wallet proxy does not store its receipt's transaction; it derives it so (app.py).
             price = str(charge.price_usdc)
@@ -358,9 +368,10 @@ class _AccountRoutes:
             charges = charges[ids.index(cursor) + 1 :]
         page = charges[:limit]
         more = len(charges) > limit
+        transactions = self._transactions() if page else {}
         return JSONResponse(
             {
-                "charges": [self._charge(c) for c in page],
+                "charges": [self._charge(c, transactions) for c in page],
                 "total": total,
                 "totalSpentUsdc": format_usdc(spent),
                 "nextCursor": page[-1].id if more and page else None,

@@ -354,8 +354,10 @@ class _AccountRoutes:
         charges = self.state.charges
         since = query.get("since")
         if since is not None:
-            moment = _since(since)
-            charges = [c for c in charges if c.at >= moment]
+            # Compared in whole microseconds: `createdAt` shows that much, so a time copied
+            # from an entry selects that entry.
+            moment = round(_since(since) * 1_000_000)
+            charges = [c for c in charges if round(c.at * 1_000_000) >= moment]
         total = len(charges)
         spent = sum((c.price_usdc for c in charges), Decimal(0))
         cursor = query.get("cursor")

@@ -96,6 +96,10 @@ def _parser() -> argparse.ArgumentParser:
     deny.add_argument("request_id")
     deny.add_argument("--reason", required=True)
     deny.set_defaults(run=_run_deny)
+
+    from svc_console import onboarding_cli
+
+    onboarding_cli.add_commands(commands, CommandError)
     return parser
 
 

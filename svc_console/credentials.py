@@ -66,9 +66,18 @@ class Account:
 
 
 class Credentials:
-    def __init__(self, paths: Paths, backend: Any | None = ...):  # type: ignore[assignment]
+    def __init__(
+        self,
+        paths: Paths,
+        backend: Any | None = ...,  # type: ignore[assignment]
+        *,
+        connection_file: Path | None = None,
+    ):
+        """`backend`: a keyring backend, None for files only; default: the OS keyring if any.
+        `connection_file`: the wallet config at another path (SVC_WALLET_CONFIG)."""
         self.paths = paths
         self.backend = usable_keyring() if backend is ... else backend
+        self._connection_file = connection_file
 
     # --- where things are ------------------------------------------------------------------
 
@@ -78,7 +87,8 @@ class Credentials:
 
     @property
     def connection_file(self) -> Path:
-        return self.paths.user_home / ".svc-agentwallet" / "config.json"
+        default = self.paths.user_home / ".svc-agentwallet" / "config.json"
+        return self._connection_file or default
 
     @property
     def wallet_file(self) -> Path:

@@ -8,7 +8,6 @@ are read from the user's home, or from SVC_CONSOLE_HOME when that is set.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 from collections.abc import Mapping
@@ -119,30 +118,62 @@ def read_private(path: Path) -> str:
     return path.read_text()
 
 
+def _service_section(path: Path) -> dict[str, str]:
+    """The `[service]` table of settings.toml: where the marketplace is (never its secrets)."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{path}: {exc}") from None
+    section = data.get("service", {})
+    allowed = {"base_url", "wallet_api_base", "wallet_config"}
+    if not isinstance(section, dict) or set(section) - allowed:
+        unknown = ", ".join(sorted(set(section) - allowed)) if isinstance(section, dict) else ""
+        raise SettingsError(
+            f"{path}: [service] takes only {', '.join(sorted(allowed))}"
+            + (f"; unknown: {unknown}" if unknown else "")
+        )
+    if not all(isinstance(value, str) for value in section.values()):
+        raise SettingsError(f"{path}: the values of [service] must be strings")
+    return section
+
+
 def service_config(paths: Paths, env: Mapping[str, str] | None = None) -> ServiceConfig | None:
-    """The configured service, or None for the embedded sandbox (SVC_BASE_URL unset)."""
+    """The configured service, or None for the embedded sandbox (no base URL anywhere).
+
+    Each value comes from the environment first (DESIGN.md, Environment), then the `[service]`
+    table of settings.toml; the secrets from SVC_API_KEY or what `login` and `connect` saved."""
+    from svc_console.credentials import Credentials
+
     env = os.environ if env is None else env
-    base_url = env.get("SVC_BASE_URL")
+    section = _service_section(paths.home / "settings.toml")
+    base_url = (env.get("SVC_BASE_URL") or section.get("base_url") or "").rstrip("/")
     if not base_url:
         return None
+    wallet_path = env.get("SVC_WALLET_CONFIG") or section.get("wallet_config")
+    creds = Credentials(paths, connection_file=Path(wallet_path) if wallet_path else None)
     api_key = env.get("SVC_API_KEY")
     if not api_key:
-        raise SettingsError("SVC_BASE_URL is set but SVC_API_KEY is not; run svc-console login")
-    wallet_path = Path(
-        env.get("SVC_WALLET_CONFIG") or paths.user_home / ".svc-agentwallet" / "config.json"
-    )
-    if not wallet_path.exists():
-        raise SettingsError(f"no wallet config at {wallet_path}; run svc-console connect")
-    try:
-        wallet = json.loads(read_private(wallet_path))
-        username, api_token = wallet["username"], wallet["apiToken"]
-        api_base = env.get("SVC_WALLET_API_BASE") or wallet["apiBase"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise SettingsError(f"{wallet_path} is not a complete wallet config ({exc})") from None
+        account = creds.account()
+        if account is None or account.base_url.rstrip("/") != base_url:
+            raise SettingsError(f"no API key for {base_url}: run svc-console login")
+        api_key = account.api_key
+    if not creds.connection_file.exists():
+        raise SettingsError(f"no wallet config at {creds.connection_file}; run svc-console connect")
+    connection = creds.connection()
+    if connection is None:
+        raise SettingsError(
+            f"{creds.connection_file} is not a complete wallet config (username, apiToken and"
+            " apiBase are needed); run svc-console connect"
+        )
+    api_base = env.get("SVC_WALLET_API_BASE") or section.get("wallet_api_base")
     return ServiceConfig(
-        base_url=base_url.rstrip("/"),
-        wallet_api_base=api_base.rstrip("/"),
+        base_url=base_url,
+        wallet_api_base=(api_base or connection.api_base).rstrip("/"),
         api_key=api_key,
-        username=username,
-        api_token=api_token,
+        username=connection.username,
+        api_token=connection.api_token,
     )

@@ -168,7 +168,7 @@ def test_a_configured_service_without_a_key_is_a_clear_error(home: Path):
     result = subprocess.run([*CLI, "serve"], capture_output=True, text=True, timeout=30, env=env)
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        "svc-console: SVC_BASE_URL is set but SVC_API_KEY is not; run svc-console login"
+        "svc-console: no API key for https://market.example: run svc-console login"
     )
 
 

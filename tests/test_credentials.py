@@ -9,7 +9,7 @@ import pytest
 from keyring.backend import KeyringBackend
 
 from svc_console.credentials import Account, Credentials, CredentialsError, WalletConnection
-from svc_console.settings import SettingsError
+from svc_console.settings import SettingsError, service_config
 
 API_KEY = "sk_live_" + "k" * 32
 API_TOKEN = "tok_" + "t" * 40
@@ -146,3 +146,81 @@ def test_secrets_never_appear_in_reprs(paths):
     assert API_KEY not in repr(account)
     assert API_TOKEN not in repr(_connection())
     assert API_KEY not in repr(creds)
+
+
+# --- which service the console speaks to -------------------------------------------------------
+
+
+def _logged_in(paths, base_url="https://svc.example") -> Credentials:
+    creds = Credentials(paths, backend=None)
+    creds.save_account(Account(base_url, "agent-1", f"{base_url}/api/mcp", API_KEY))
+    creds.save_connection(_connection())
+    return creds
+
+
+def test_no_base_url_anywhere_means_the_sandbox(paths):
+    assert service_config(paths, env={}) is None
+
+
+def test_what_login_and_connect_saved_configures_the_service(paths):
+    _logged_in(paths)
+    config = service_config(paths, env={"SVC_BASE_URL": "https://svc.example/"})
+    assert config.base_url == "https://svc.example"
+    assert config.api_key == API_KEY and config.api_token == API_TOKEN
+    assert config.wallet_api_base == "https://wallet.example" and config.username == "ops"
+    assert API_KEY not in repr(config) and API_TOKEN not in repr(config)
+
+
+def test_the_settings_file_names_the_service_and_the_environment_wins(paths):
+    _logged_in(paths)
+    (paths.home / "settings.toml").write_text(
+        '[service]\nbase_url = "https://svc.example"\nwallet_api_base = "https://w2.example"\n'
+    )
+    config = service_config(paths, env={})
+    assert config.base_url == "https://svc.example"
+    assert config.wallet_api_base == "https://w2.example"
+    env = {"SVC_WALLET_API_BASE": "https://w3.example", "SVC_API_KEY": "sk_live_env"}
+    config = service_config(paths, env=env)
+    assert config.wallet_api_base == "https://w3.example" and config.api_key == "sk_live_env"
+
+
+def test_a_key_saved_for_another_service_is_not_sent_to_this_one(paths):
+    _logged_in(paths, base_url="https://other.example")
+    with pytest.raises(SettingsError, match=r"no API key for https://svc\.example"):
+        service_config(paths, env={"SVC_BASE_URL": "https://svc.example"})
+
+
+def test_svc_wallet_config_points_at_another_wallet_file(paths):
+    creds = _logged_in(paths)
+    elsewhere = paths.home / "wallets" / "team.json"
+    Credentials(paths, backend=None, connection_file=elsewhere).save_connection(
+        WalletConnection(username="team", api_base="https://wt.example", api_token="t2")
+    )
+    env = {"SVC_BASE_URL": "https://svc.example", "SVC_WALLET_CONFIG": str(elsewhere)}
+    config = service_config(paths, env=env)
+    assert config.username == "team" and config.api_token == "t2"
+    assert creds.connection().username == "ops"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[service\n", "settings.toml"),
+        (
+            '[service]\nbase_url = "https://svc.example"\napi_key = "sk_live_x"\n',
+            "unknown: api_key",
+        ),
+        ("[service]\nbase_url = 3\n", "must be strings"),
+    ],
+)
+def test_a_wrong_settings_file_is_a_clear_error(paths, text, expected):
+    (paths.home / "settings.toml").write_text(text)
+    with pytest.raises(SettingsError, match=expected):
+        service_config(paths, env={})
+
+
+def test_an_incomplete_wallet_config_says_to_connect(paths):
+    creds = _logged_in(paths)
+    creds.connection_file.write_text(json.dumps({"username": "ops"}))
+    with pytest.raises(SettingsError, match="run svc-console connect"):
+        service_config(paths, env={"SVC_BASE_URL": "https://svc.example"})

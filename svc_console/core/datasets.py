@@ -175,3 +175,15 @@ class PublishStatus(Wire):
     reason: str | None = None
     datacard_url: str | None = Field(None, alias="datacardUrl")
     history: list[PublishEvent] = Field(default_factory=list)
+
+
+class DatasetAccess(Wire):
+    """`POST /api/datasets/{id}/access`: the content, what it cost and, when paid, the settlement
+    (`payment`) and the `PAYMENT-RESPONSE` header it came with."""
+
+    dataset_id: str = Field(alias="datasetId")
+    tier: Tier
+    charged_usdc: Usdc = Field(alias="chargedUsdc")
+    content: DatasetContent
+    payment: dict[str, Any] | None = None
+    payment_response: str | None = Field(None, alias="paymentResponse")

@@ -77,3 +77,72 @@ class UpstreamError(MarketError):
 
 class MalformedResponse(MarketError):
     code = "MALFORMED"
+
+
+class InvalidParams(UpstreamError):
+    """The service refused the arguments of a catalogue call (400 `INVALID_PARAMS`); `fields`
+    pairs each argument with what is wrong (`[{"argument", "problem"}]`)."""
+
+    code = "INVALID_PARAMS"
+
+    def __init__(self, message: str, fields: list[dict[str, str]]):
+        super().__init__(message)
+        self.fields = fields
+
+
+class DatasetNotFound(MarketError):
+    """No published dataset has that id."""
+
+    code = "NOT_FOUND"
+
+
+class PublishInProgress(MarketError):
+    """The listing is already being processed; poll its publish status."""
+
+    code = "PUBLISH_IN_PROGRESS"
+
+
+class PaymentRequired(MarketError):
+    """A paid resource answered 402 with an x402 challenge. `required` is the decoded
+    `PAYMENT-REQUIRED` object (`x402Version`, `resource`, `accepts`): sign one of `accepts` and
+    retry with a `PAYMENT-SIGNATURE`. Nothing was charged."""
+
+    code = "PAYMENT_REQUIRED"
+
+    def __init__(self, message: str, required: dict):
+        super().__init__(message)
+        self.required = required
+
+    @property
+    def accepts(self) -> list[dict]:
+        accepts = self.required.get("accepts")
+        return [a for a in accepts if isinstance(a, dict)] if isinstance(accepts, list) else []
+
+    @property
+    def resource(self) -> str | None:
+        resource = self.required.get("resource")
+        return resource.get("url") if isinstance(resource, dict) else None
+
+    @property
+    def amount_usdc(self) -> Decimal | None:
+        """The first offer's amount in USDC (the challenge states atomic units, 6 decimals)."""
+        for offer in self.accepts:
+            amount = offer.get("amount", offer.get("maxAmountRequired"))
+            if isinstance(amount, str) and amount.isdigit():
+                return Decimal(amount).scaleb(-6)
+        return None
+
+    @property
+    def network(self) -> str | None:
+        return next((str(a["network"]) for a in self.accepts if "network" in a), None)
+
+
+class PaymentInvalid(PaymentRequired):
+    """A payment was sent and refused; `reason` is the service's one-word cause
+    (`invalid_signature`, `wrong_amount`, `expired`, `nonce_reused`...). Nothing was charged."""
+
+    code = "PAYMENT_INVALID"
+
+    def __init__(self, message: str, required: dict, reason: str):
+        super().__init__(message, required)
+        self.reason = reason

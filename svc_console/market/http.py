@@ -1,5 +1,8 @@
 """The one place HTTP answers become typed results or `market.errors` exceptions."""
 
+import base64
+import binascii
+import json
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -46,6 +49,23 @@ def _decimal(value: Any) -> Decimal | None:
         return None
 
 
+def _payment_required(response: httpx.Response, error: dict[str, Any]) -> dict[str, Any]:
+    """The x402 challenge of a 402: the `PAYMENT-REQUIRED` header (base64 JSON), else the copy
+    in the error body."""
+    header = response.headers.get("payment-required")
+    if header:
+        try:
+            decoded = json.loads(base64.b64decode(header.strip(), validate=True))
+        except (ValueError, binascii.Error):
+            decoded = None
+        if isinstance(decoded, dict):
+            return decoded
+    body = error.get("paymentRequired")
+    if isinstance(body, dict):
+        return body
+    raise errors.MalformedResponse("a 402 answer without readable payment requirements")
+
+
 def raise_for_error(response: httpx.Response) -> None:
     if response.is_success:
         return
@@ -67,12 +87,26 @@ def raise_for_error(response: httpx.Response) -> None:
     if code == "INVALID_INPUTS":
         fields = error.get("fields")
         raise errors.InvalidInputs(message, fields if isinstance(fields, list) else [])
+    if status == 402 and code in ("PAYMENT_REQUIRED", "PAYMENT_INVALID"):
+        required = _payment_required(response, error)
+        if code == "PAYMENT_INVALID":
+            raise errors.PaymentInvalid(message, required, str(error.get("reason") or ""))
+        raise errors.PaymentRequired(message, required)
+    if code == "INVALID_PARAMS":
+        fields = error.get("fields")
+        raise errors.InvalidParams(
+            f"{message} ({status})", fields if isinstance(fields, list) else []
+        )
+    if code == "PUBLISH_IN_PROGRESS":
+        raise errors.PublishInProgress(message)
     if code == "PRICE_ABOVE_CEILING":
         raise errors.PriceAboveCeiling(
             message,
             price=_decimal(error.get("priceUsdc")) or Decimal(0),
             chain=str(error.get("chain") or ""),
         )
+    if status == 404 and "datasetId" in error:
+        raise errors.DatasetNotFound(message)
     if status == 404:
         raise errors.EndpointNotFound(message)
     raise errors.UpstreamError(f"{message} ({status})", code=code)

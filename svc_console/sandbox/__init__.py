@@ -58,6 +58,81 @@ Choices made where SPEC.md says "not shown":
   moves, with a form (field `amount`, default 10, at most 10 000 USDC; a hidden per-server token
   keeps other pages from posting it) that credits the balance and shows the new one.
 
+Catalogue, datasets and content (`sandbox.catalog`, `sandbox.datasets`, `sandbox.queries`,
+`sandbox.publishing`, `sandbox.catalogue_routes`, `sandbox.content`; records in
+`core.datasets` and `core.catalogue`):
+
+- Seeded catalogues: 1,483 market providers (2,543 endpoints; every A1-A22 and B1-B6, every
+  chain, both origins, verified and not, fixed and dynamic prices) and 364 datasets (every tier,
+  modality, format; 14 categories) plus two publisher drafts. Deterministic, built once per
+  process. Fixed ids: the three endpoints above, `ep_frameify_generate` (1.50 USDC), and
+  `ds_fx_daily_rates` (free), `ds_news_headlines_2024` (standard, 0.25), `ds_court_opinions`
+  (premium, 10), `ds_global_vessel_positions` (enterprise, 250), drafts `ds_draft_city_budgets`
+  and `ds_draft_unlabelled_upload` (its analysis fails).
+- Arguments: one pydantic model per tool (`DatasetQuery`, `MarketQuery`, `TryDatasetArgs`,
+  `GetDatasetArgs`; `BrowseQuery` for the browse) checks MCP arguments, REST bodies and query
+  parameters alike: unknown arguments refused, integers strict (`true` and `"10"` refused, 10.0
+  accepted), out-of-range refused, never clamped. REST answers 400 `INVALID_PARAMS` with
+  `fields: [{"argument", "problem"}]`; the message names the argument. `POST /api/search` uses
+  `MarketQuery`.
+- Dataset listing fields (camelCase): `id`, `title`, `description`, `tags`, `category`, `tier`,
+  `modality`, `format`, `priceUsdc` (0 on free), `columns` (schema column names), `rowCount`,
+  `sizeBytes`, `createdAt`, `updatedAt` (ISO dates), `downloads`, `publisher`, `license`,
+  `qualitySignals`. Quality signals: `score` (0.4 completeness + 0.4 schema accuracy + 0.1 for
+  few duplicates + 0.1 freshness), `completeness`, `schemaAccuracy`, `duplicateRate`,
+  `freshnessDays`, `updateFrequency`, `verifiedPublisher`.
+- Dataset query semantics: `query` needs every word (case-insensitive, substring) in the title,
+  description or tags; `category` is an exact slug (an unknown one matches nothing);
+  `required_fields` must all be columns (case-insensitive); `max_price_usdc` keeps prices at or
+  below it; `sort_by` newest (createdAt), popular (downloads), price_asc, price_desc, ties by id.
+  Answer: `{"datasets", "total", "limit", "sandbox"}`.
+- Datacard (`card.json`, and in a trial): `datasetId`, `title`, `version`, `publisher`,
+  `license`, `summary`, `intendedUse`, `limitations` (the first always says the data is made
+  up), `provenance` {`sources`, `collection`, `updateFrequency`}, `columns` [{`name`, `type`,
+  `description`, `nullable`}], `statistics` {`rowCount`, `columnCount`, `sizeBytes`,
+  `nullRate`}, `quality` (the signals), `pricing` {`tier`, `priceUsdc`, `currency`,
+  `protocols`, `networks`}, `analyzedAt`, `sandbox: true`.
+- Trial (`try_dataset`): `{"datasetId", "preview": {"columns", "rows"} (5 rows, texts cut to 280
+  characters), "coverage", "datacard"}`. Coverage report: `requiredFields` (as asked, duplicates
+  dropped), `present`, `missing`, `coverage` (present/asked; 1.0 when nothing was asked),
+  `complete`, `columns`.
+- Content (`get_dataset`, access): `{datasetId, title, format, deliveredAs, mediaType, body,
+  bodyEncoding, sha256, rowsDelivered, rowCount, chargedUsdc}`: a sample (25 rows, 3 documents)
+  in the dataset's format; parquet travels as JSON Lines and PDF as plain text (`deliveredAs`
+  says which), since the sandbox writes no binary files.
+- REST: `GET /api/datasets` takes `search` (the tool's `query`), `tier`, `limit` and also
+  `category`, `modality`, `format`, `max_price_usdc`, `required_fields` (comma-separated or
+  repeated), `sort_by`; unknown or repeated parameters are refused. Every `/api/datasets*` and
+  `/api/market/catalog` route needs the API key (401 otherwise). `GET /api/datasets/{id}` is the
+  listing; unknown ids and unpublished drafts are 404 `NOT_FOUND` (`datasetId` in the body).
+- Access (`POST /api/datasets/{id}/access`, optional JSON body `payment_signature`,
+  `payment_proof`, `x_payment`; headers `PAYMENT-SIGNATURE` and `X-PAYMENT` also work): free
+  tier 200 `{datasetId, tier, chargedUsdc, content}`; paid tier without payment 402
+  `PAYMENT_REQUIRED` with the `PAYMENT-REQUIRED` header and the same object as
+  `error.paymentRequired` (resource `<base_url>/api/datasets/{id}/access`, as `get_dataset`
+  uses, on `eip155:8453`); a refused payment 402 `PAYMENT_INVALID` with `reason`, or
+  `WALLET_UNFUNDED` with `fundingUrl`; paid 200 with `payment` (the settlement) and the
+  `PAYMENT-RESPONSE` header.
+- Publish states: `draft` → `processing` → `published`, or `failed` (with `reason`). Seeded
+  datasets start published (`version` 1), drafts as draft (0). `POST .../process` answers 202
+  `processing`; the analysis finishes the next time the state is read, so the first
+  `publish-status` poll sees `published` (`datacardUrl` set, `version` + 1) or `failed`.
+  Processing again while `processing` is 409 `PUBLISH_IN_PROGRESS`. A published draft is listed,
+  searchable and readable from then on, in that sandbox only. Body: `{datasetId, state, version,
+  reason, datacardUrl, history: [{state, at}]}`.
+- Market browse (`GET /api/market/catalog`): providers ordered by name, `offset` (0 up) and
+  `limit` (1..100, default 50), filters `query` (or `search`), `domain_type`, `product_class`,
+  `chain`, `verified_only`, `max_price_usdc` (a provider matches when one endpoint passes them
+  all), `origin`. Answer `{"providers", "total", "offset", "limit", "nextOffset", "sandbox"}`;
+  each provider: `id`, `name`, `origin`, `verified`, `domainTypes`, `productClasses`, `chains`,
+  `protocols`, `endpoints` (ids), `priceFromUsdc`, `priceToUsdc`, `qualityScore` (mean),
+  `reliability` (lowest), `tags`.
+- Content for answer engines, public: `/llms.txt` (Markdown site map), `/api/content/index`
+  (`{title, description, entries: [{id, title, url, summary, kind}], counts}`),
+  `/api/content/glossary` (`{terms: [{term, definition, seeAlso}]}`), `/api/content/tools`
+  (`{tools: [{name, category, auth, cost, priceUsdc, description, readOnly, destructive}]}`, from
+  `queries.TOOLS_SUMMARY`). Each says it is the sandbox.
+
 Nothing is imported here, so importing the package stays cheap; use `sandbox.server`,
 `sandbox.state`, `sandbox.app` and `sandbox.catalog` directly.
 """

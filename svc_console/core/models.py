@@ -112,6 +112,16 @@ class Outcome(Model):
     receipt: Receipt
 
 
+class FundingCheckout(Wire):
+    """`POST /api/funding/checkout`: where the operator tops the wallet up with USDC."""
+
+    checkout_url: str = Field(alias="checkoutUrl")
+    funding_url: str | None = Field(None, alias="fundingUrl")
+    username: str | None = None
+    amount_usdc: Usdc | None = Field(None, alias="amountUsdc")
+    balance_usdc: Usdc | None = Field(None, alias="balanceUsdc")
+
+
 class Kind(StrEnum):
     market_call = "market_call"
     dataset = "dataset"

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import httpx
 
-from svc_console.core.models import DryRun, Outcome
+from svc_console.core.models import DryRun, FundingCheckout, Outcome
 from svc_console.core.money import format_usdc
 from svc_console.market import http
 
@@ -74,6 +74,13 @@ class WalletClient:
             headers={"Idempotency-Key": idempotency_key},
         )
         return http.parse(response, Outcome.model_validate)
+
+    async def funding_checkout(self, amount_usdc: Decimal | None = None) -> FundingCheckout:
+        """`POST /api/funding/checkout`: a checkout address the operator opens to top the wallet
+        up (after a `WALLET_UNFUNDED`). Spends nothing."""
+        body = {"amountUsdc": format_usdc(amount_usdc)} if amount_usdc is not None else {}
+        response = await http.send(self._client, "POST", "/api/funding/checkout", json=body)
+        return http.parse(response, FundingCheckout.model_validate)
 
     def _action(self, protocol: Protocol) -> str:
         return f"{self._prefix}/{_ACTIONS[protocol]}"

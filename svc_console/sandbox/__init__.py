@@ -58,6 +58,43 @@ Choices made where SPEC.md says "not shown":
   moves, with a form (field `amount`, default 10, at most 10 000 USDC; a hidden per-server token
   keeps other pages from posting it) that credits the balance and shows the new one.
 
+Payments (`sandbox.x402`, `sandbox.mpp`, `sandbox.market_routes`; details in each module):
+
+- x402 v2: a paid resource answers 402 with `PAYMENT-REQUIRED` (base64 of an x402 v2
+  `PaymentRequired`: scheme `exact`, CAIP-2 network, amount in USDC atomic units, the network's
+  USDC contract, `payTo`, `maxTimeoutSeconds` 300, `extra` with the token's EIP-712 name and
+  version). `PAYMENT-SIGNATURE` is verified offline: EIP-3009 `TransferWithAuthorization`
+  recovered with eth-account, recipient, exact amount, `validAfter < now < validBefore`, and the
+  nonce never settled before for that payer and token (replay memory shared by every route). Only
+  EVM networks settle; other listed networks are refused as `wrong_network`. Success answers
+  `PAYMENT-RESPONSE` (an x402 `SettleResponse`, made-up transaction hash). Refusal reasons:
+  `malformed`, `wrong_scheme`, `wrong_network`, `wrong_asset`, `wrong_recipient`, `wrong_amount`,
+  `expired`, `not_yet_valid`, `invalid_signature`, `nonce_reused`, `insufficient_funds`,
+  `unknown_proof`, `wrong_resource`; a refused payment debits nothing and consumes no nonce.
+- Legacy inputs: `x_payment` is a v1 `X-PAYMENT` value (v1 network names such as `base`),
+  verified like a v2 payment; `payment_proof` is a settlement this sandbox already made (its
+  `PAYMENT-RESPONSE` value or transaction hash), accepted for the same resource and amount without
+  a new charge, to re-deliver what it bought.
+- MPP: `WWW-Authenticate: Payment` challenges (pympp, method `evm`, intent `charge`, Tempo chain
+  4217 and its USDC, HMAC-bound to the sandbox, five minutes), `Authorization: Payment`
+  credentials (an EIP-3009 authorization whose nonce is the challenge's hash), `Payment-Receipt`
+  on success; a credential already used is refused with 403.
+- `POST /api/market/{provider}/{path}`: a provider's endpoint called directly, no API key (the
+  payment is the credential), registry and inputs checked first, then paid over the provider's
+  protocols at the runtime price; `WALLET_UNFUNDED` (402) when the balance is short. Payees are
+  per-provider addresses derived from the provider id.
+- `POST /api/funding/checkout` (API key or wallet token; optional `amountUsdc`, `username`):
+  201 `{checkoutUrl, fundingUrl, username, amountUsdc, balanceUsdc}`; the checkout address is
+  the funding page with the amount filled in (`/fund/<username>?amount=5.00`).
+
+Faults (`sandbox.faults`): a switch that injects `error` (5xx before the route runs), `latency`,
+`drop` (the route runs, the connection is cut mid-body), `malformed` (the route runs, the body is
+garbled), `reprice` (the runtime price times `factor`: the challenge asks more than the dry run)
+and `delist` (a provider leaves the registry; clearing puts it back) on route groups (`proxy`,
+`market`, `mcp`, `datasets`, `rest`, `funding`, `all`) or path globs, for the next `count` calls
+or at a seeded `rate`. `POST`/`GET`/`DELETE /sandbox/faults` with the API key, or
+`state.faults.add(...)`/`set(...)`/`clear()` from Python. ASGI middleware outside every route.
+
 Catalogue, datasets and content (`sandbox.catalog`, `sandbox.datasets`, `sandbox.queries`,
 `sandbox.publishing`, `sandbox.catalogue_routes`, `sandbox.content`; records in
 `core.datasets` and `core.catalogue`):

@@ -28,7 +28,14 @@ from starlette.types import ASGIApp
 
 from svc_console.core.models import DryRun, EndpointRecord, Outcome, Receipt
 from svc_console.core.money import format_usdc, parse_usdc
-from svc_console.sandbox import account_routes, catalogue_routes, compute, upstream
+from svc_console.sandbox import (
+    account_routes,
+    catalogue_routes,
+    compute,
+    faults,
+    market_routes,
+    upstream,
+)
 from svc_console.sandbox.catalog import Catalog, catalog, settleable_chains, skill_markdown
 from svc_console.sandbox.queries import (
     MARKET_DEFAULT_LIMIT,
@@ -471,14 +478,15 @@ class _Sandbox:
             return None
         return page("Unknown wallet", "<p>This sandbox has no wallet by that name.</p>", 404)
 
-    def _form(self, balance: Decimal, note: str = "") -> str:
+    def _form(self, balance: Decimal, note: str = "", amount: str = "10") -> str:
         username = html.escape(self.state.username)
         return (
             f"{note}<p>Wallet <strong>{username}</strong> holds"
             f" <strong>{html.escape(format_usdc(balance))} USDC</strong> (sandbox).</p>\n"
             '<form method="post">\n'
             f'<input type="hidden" name="token" value="{html.escape(self.state.funding_token)}">\n'
-            '<label>Amount (USDC) <input name="amount" value="10" inputmode="decimal"></label>\n'
+            f'<label>Amount (USDC) <input name="amount" value="{html.escape(amount)}"'
+            ' inputmode="decimal"></label>\n'
             '<button type="submit">Add sandbox funds</button>\n</form>'
         )
 
@@ -486,7 +494,16 @@ class _Sandbox:
         unknown = self._known_wallet(request)
         if unknown is not None:
             return unknown
-        return page("Fund the sandbox wallet", self._form(self.state.balance))
+        # A funding checkout (POST /api/funding/checkout) links here with the amount filled in.
+        asked = request.query_params.get("amount", "")
+        try:
+            amount = parse_usdc(asked) if asked else FUNDING_DEFAULT
+        except ValueError:
+            amount = FUNDING_DEFAULT
+        if not 0 < amount <= FUNDING_MAX:
+            amount = FUNDING_DEFAULT
+        shown = format_usdc(amount) if asked and amount != FUNDING_DEFAULT else str(FUNDING_DEFAULT)
+        return page("Fund the sandbox wallet", self._form(self.state.balance, amount=shown))
 
     async def fund(self, request: Request) -> Response:
         unknown = self._known_wallet(request)
@@ -534,6 +551,8 @@ def create_app(state: SandboxState, listing: Catalog | None = None) -> ASGIApp:
         *account_routes.routes(state, sandbox.catalog),
         *compute.routes(state, sandbox.catalog),
         *catalogue_routes.routes(state, sandbox.catalog),
+        *market_routes.routes(state, sandbox.catalog),
+        *faults.routes(state, sandbox.catalog),
     ]
     app = Starlette(
         routes=routes,
@@ -543,4 +562,5 @@ def create_app(state: SandboxState, listing: Catalog | None = None) -> ASGIApp:
             Exception: on_crash,
         },
     )
-    return Quiet(app)
+    # Outermost, so a fault can fail, delay, cut or garble any answer (see sandbox.faults).
+    return faults.FaultInjector(Quiet(app), state, sandbox.catalog)

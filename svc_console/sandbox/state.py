@@ -20,6 +20,8 @@ from urllib.parse import quote
 from svc_console.core.money import parse_usdc
 from svc_console.sandbox.accounts import Accounts
 from svc_console.sandbox.compute import JobBoard
+from svc_console.sandbox.faults import Faults
+from svc_console.sandbox.faults import reprice_factor as fault_reprice_factor
 from svc_console.sandbox.outbox import Outbox
 from svc_console.settings import resolve_paths
 
@@ -86,6 +88,14 @@ class SandboxState:
         self.outbox_dir = Path(outbox) if outbox is not None else resolve_paths().sandbox_outbox
         self.accounts = Accounts(self, Outbox(self.outbox_dir))
         self.jobs = JobBoard()
+        # Payments (sandbox.x402, sandbox.mpp): every EIP-3009 nonce settled (replay memory
+        # shared by all routes), settlements by transaction (legacy payment_proof), and the
+        # secret that binds MPP challenges to this sandbox.
+        self.payment_nonces: set[str] = set()
+        self.settlements: dict[str, object] = {}
+        self.payment_secret = secrets.token_urlsafe(32)
+        # The fault switch (sandbox.faults); clearing it puts delisted endpoints back.
+        self.faults = Faults(restore=self.add_to_registry)
 
     # --- addresses and credentials ---------------------------------------------------------
 
@@ -147,8 +157,9 @@ class SandboxState:
 
     @property
     def reprice_factor(self) -> Decimal:
+        # Times the factor of a `reprice` fault firing on the request being handled, if any.
         with self.lock:
-            return self._reprice_factor
+            return self._reprice_factor * fault_reprice_factor()
 
     @reprice_factor.setter
     def reprice_factor(self, factor: Decimal | str | int | float) -> None:

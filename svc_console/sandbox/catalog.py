@@ -14,6 +14,7 @@ names and prices providers are drawn from, live in `sandbox.seed`.
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from collections.abc import Sequence
@@ -277,12 +278,16 @@ def _pricing(**fields: str) -> Pricing:
     return Pricing.model_validate(fields)
 
 
+# The same draws as `weights=X402_WEIGHTS`, without summing the weights on every call.
+_X402_CUMULATIVE = tuple(itertools.accumulate(vocabulary.X402_WEIGHTS))
+
+
 def _settlement(rng: random.Random) -> tuple[list[str], list[str]]:
     """(chains, protocols): mostly x402 on EVM/Solana/Stellar, some MPP on Tempo, a few both."""
     roll = rng.random()
     if roll < 0.12:
         return [MPP_CHAIN], ["mpp"]
-    first = rng.choices(vocabulary.X402_CHAINS, weights=vocabulary.X402_WEIGHTS)[0]
+    first = rng.choices(vocabulary.X402_CHAINS, cum_weights=_X402_CUMULATIVE)[0]
     others = [c for c in vocabulary.X402_CHAINS if c != first]
     chains = [first, *rng.sample(others, rng.choice((0, 0, 1, 1, 2)))]
     if roll < 0.17:

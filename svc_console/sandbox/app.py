@@ -34,6 +34,7 @@ from svc_console.sandbox import (
     compute,
     faults,
     market_routes,
+    mcp,
     upstream,
 )
 from svc_console.sandbox.catalog import Catalog, catalog, settleable_chains, skill_markdown
@@ -550,6 +551,7 @@ def create_app(state: SandboxState, listing: Catalog | None = None) -> ASGIApp:
         Route("/fund/{username}", sandbox.fund, methods=["POST"]),
         *account_routes.routes(state, sandbox.catalog),
         *compute.routes(state, sandbox.catalog),
+        *mcp.routes(state, sandbox.catalog),
         *catalogue_routes.routes(state, sandbox.catalog),
         *market_routes.routes(state, sandbox.catalog),
         *faults.routes(state, sandbox.catalog),

@@ -170,6 +170,96 @@ Catalogue, datasets and content (`sandbox.catalog`, `sandbox.datasets`, `sandbox
   (`{tools: [{name, category, auth, cost, priceUsdc, description, readOnly, destructive}]}`, from
   `queries.TOOLS_SUMMARY`). Each says it is the sandbox.
 
+Accounts (`sandbox.accounts`, `sandbox.outbox`, `sandbox.skills`, `sandbox.account_routes`):
+
+- One-time codes: 6 digits, valid 10 minutes, one use, bound to their flow (`login` or
+  `connect`); a newer code replaces the older ones; five wrong tries lock a code; at most five
+  codes per address and flow in 10 minutes (429 `TOO_MANY_CODES`, `retryAfterSeconds`). The
+  sandbox keeps only a keyed hash. Each code is one RFC 822 message (`From:
+  no-reply@sandbox.invalid`, `X-Sandbox-Purpose: login|connect`) written owner-only as a `.eml`
+  file into the outbox, `$SVC_CONSOLE_HOME/sandbox/outbox/` (`Paths.sandbox_outbox`;
+  `SandboxState(outbox=...)` elsewhere), and nowhere else. Refusals, 400: `OTP_INVALID`
+  (`attemptsLeft`), `OTP_EXPIRED`, `OTP_USED`, `OTP_SUPERSEDED`, `OTP_LOCKED`,
+  `OTP_NOT_REQUESTED`; bad fields 400 `INVALID_PARAMS` naming the field (`field`), unknown fields
+  refused.
+- `POST /api/agent/auth/send-otp` and `POST /api/connect/start` take `{email}` and answer
+  `{sent, email (trimmed, lower-case), expiresInSeconds: 600, delivery, sandbox}`.
+- `POST /api/agent/auth/verify-otp` takes `{email, otp_code}` (`otp` also accepted) and answers
+  `{apiKey, agentId, mcpServerUrl, firstLogin}` plus, on the address's first login only,
+  `walletConfig = {evm: {address, privateKey (0x hex)}, solana: {address (base58 public key),
+  privateKey (base58 of the 32-byte seed and the public key)}, chains: {base: evm, solana:
+  solana, ethereum: evm, tempo: evm}}`; the sandbox forgets the private keys once shown. One
+  account per address. Every login issues a fresh `sk_live_` key and earlier keys stay valid
+  (the sandbox neither revokes nor rotates keys); `state.api_key`, `state.api_token` and
+  `state.username` belong to a built-in account (`agent_sandbox`) and stay valid too.
+- `POST /api/connect/complete` takes `{email, username, otp}` (username: 3 to 32 of `a-z`, `0-9`,
+  `-`, `_`) and answers `{username, apiToken, apiBase, fundingUrl, wallets: {base, solana,
+  ethereum, tempo}, agentId}`; the wallet addresses are the account's (one EVM address for
+  Base, Ethereum and Tempo). A username of another account is 409 `USERNAME_TAKEN`, checked
+  before the code is spent. The token opens the wallet proxy for that username only; every
+  wallet draws on the one sandbox balance.
+- OAuth 2.0 (SPEC.md shows no endpoint): `POST /oauth/token`, form-encoded, `grant_type=
+  client_credentials`, the API key as client secret (HTTP Basic with any client id, or
+  `client_secret`), `scope` `mcp:tools` (default) and/or `account:read`; answers
+  `{access_token, token_type: "Bearer", scope, expires_in: 3600}` with `Cache-Control:
+  no-store`, or RFC 6749 errors `{error, error_description}` (401 `invalid_client`, 400
+  `invalid_request`, `unsupported_grant_type`, `invalid_scope`). Metadata at
+  `/.well-known/oauth-authorization-server` and `/.well-known/oauth-protected-resource[/api/mcp]`.
+- `GET /api/agent/wallets`, `/usage`, `/policies` take an API key or an `account:read` token.
+  Wallets: `{agentId, usernames, wallets: [{chain, network, address, asset}], balanceUsdc,
+  pooled: true}` (one balance backs every chain; it is not a sum). Usage, oldest first, every
+  charge of the sandbox wallet: `{charges: [{id, createdAt, kind (market_call, dataset,
+  breed_agent, merge_models), resourceId, provider, domainType, amountUsdc, chain, network,
+  protocol, idempotencyKey, receipt (the transaction)}], total, totalSpentUsdc, nextCursor,
+  balanceUsdc}`; parameters `since` (Unix seconds or ISO 8601, no zone meaning UTC), `cursor` (a
+  `nextCursor`), `limit` (1 to 200, default 50). Policies: the fenced `policy` blocks of the
+  SKILLS.md the sandbox holds (`skills.DEFAULT_SKILLS_MD`, replaced by setting
+  `state.accounts.skills_md`), YAML read with pyyaml: `{source: "SKILLS.md", sha256, valid,
+  policy (the blocks merged: mappings key by key, lists added up, later scalars win), blocks:
+  [{line (of the opening fence), rules}], errors: [{line, message}], sandbox}`; a broken block
+  gives `valid: false` and `policy: null`, never half a policy.
+
+MCP (`sandbox.mcp`, `sandbox.tools`, `sandbox.compute`; the rules in full in `sandbox.mcp`):
+
+- `POST /api/mcp`, JSON-RPC 2.0 answered as plain JSON (Streamable HTTP without streams, no
+  session id; `GET`/`DELETE` 405). Requires `Content-Type: application/json`; refuses an `Accept`
+  without JSON (406), an unknown `MCP-Protocol-Version` (400) and a foreign `Origin` (403).
+  Batches of at most 50; notifications and client responses get no answer; a body with nothing
+  to answer is 202. Errors: -32700 and -32600 (`id: null`) for a body that cannot be read, HTTP
+  400; -32601, -32602 (message and `data.errors` name each argument), -32603 with the request's
+  id, HTTP 200. A `tools/call` sent as a notification does not run.
+- `initialize` answers the client's protocol version when it is one of 2025-11-25, 2025-06-18,
+  2025-03-26, 2024-11-05, else 2025-11-25; capabilities `{tools: {listChanged: false}}`.
+  `initialize`, `ping`, `tools/list` and the two auth tools need no credential. Any other tool in
+  a body without an `sk_live_` key or an `mcp:tools` token makes the whole body 401 (nothing in
+  it runs) with a JSON-RPC error -32001 and `WWW-Authenticate: Bearer ... scope="mcp:tools"`
+  (`error="invalid_token"` or `"insufficient_scope"` when a credential was sent).
+- Tool results carry the same JSON as a text block and as `structuredContent` (which always has
+  `sandbox: true`). Failures an agent acts on are results with `isError: true` and
+  `{error: {code, message, ...}, paymentRequired?}`: `PAYMENT_REQUIRED`, `PAYMENT_INVALID`
+  (`reason`), `WALLET_UNFUNDED` (`fundingUrl`, `balanceUsdc`, `requiredUsdc`), `NOT_FOUND`, the
+  `OTP_*` codes and `TOO_MANY_CODES`.
+- Answers: `svc_auth_start` `{sent, email, expiresInSeconds, delivery, next}`;
+  `svc_auth_complete` as verify-otp; `list_datasets`/`search_datasets` `{datasets, total,
+  limit}`; `list_market_apis` `{apis (endpoint records), total, limit}`; `try_dataset` the trial;
+  `get_dataset` `{datasetId, tier, chargedUsdc, content, payment?}` (challenge resource
+  `<base_url>/api/datasets/{id}/access`, the one the REST access route uses, so one payment
+  serves either; a `payment_proof` re-delivers and charges 0).
+- `svc_breed_agent`: `target_task` (default `text-classification`; lower-case words and dashes),
+  `base_model`, `payment_signature` (nothing else: a 10 USDC challenge for
+  `<base_url>/api/mcp/tools/svc_breed_agent`). `merge_models`: `config_yaml`, validated before
+  any payment (-32602 naming `config_yaml` and the problem), and `payment_signature` (15 USDC,
+  `.../tools/merge_models`). Merge configuration: a YAML mapping with `merge_method` (linear,
+  slerp, ties, dare_ties, dare_linear, task_arithmetic, della, model_stock, passthrough),
+  `models` (1 to 16 `{model: org/name, parameters?: {name: number | true/false | [numbers]}}`),
+  `base_model` (needed by all but linear and passthrough), `parameters?`, `dtype?` (float16,
+  bfloat16 default, float32); slerp merges exactly 2 models, linear at least 2; nothing else.
+- Compute answers `{jobId, status, chargedUsdc, payment, statusUrl, job}`. Job record: `{id,
+  jobId, tool, kind (fine_tune, model_merge), status, progress, createdAt, updatedAt, startedAt,
+  finishedAt, params, chargedUsdc, payment, result}`; states `queued` -> `running` ->
+  `succeeded` (no failures), one step per `GET /api/jobs/{id}` (key or `mcp:tools` token; another
+  agent's job is 404) or every 5 seconds; `result` names a made-up model and artifact address.
+
 Nothing is imported here, so importing the package stays cheap; use `sandbox.server`,
 `sandbox.state`, `sandbox.app` and `sandbox.catalog` directly.
 """

@@ -816,14 +816,12 @@ def test_funding_needs_the_page_token_and_the_wallet(http: httpx.Client, state: 
 
 
 def test_catalogue_is_deterministic_and_large():
-    started = time.perf_counter()
+    # Its build time is measured by `make bench`, never asserted here.
     first = build_catalog()
-    elapsed = time.perf_counter() - started
     second = build_catalog()
     assert first.endpoints == second.endpoints
-    assert first.provider_count >= 300
+    assert first.provider_count >= 1400
     assert len({r.id for r in first.endpoints}) == len(first.endpoints)
-    assert elapsed < 0.5
     assert catalog() is catalog()
 
 

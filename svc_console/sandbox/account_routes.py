@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import json
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -19,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from svc_console.core.money import format_usdc
-from svc_console.sandbox import skills, upstream
+from svc_console.sandbox import skills
 from svc_console.sandbox.accounts import (
     SCOPES,
     AccountError,
@@ -28,6 +30,7 @@ from svc_console.sandbox.accounts import (
     check_username,
     normal_email,
 )
+from svc_console.sandbox.datasets import dataset_catalog
 from svc_console.sandbox.web import Refusal, bearer, json_object, read_body
 
 if TYPE_CHECKING:
@@ -76,10 +79,10 @@ def _iso(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _since(text: str) -> float:
+def _since(text: str) -> datetime:
     try:
-        return float(text)
-    except ValueError:
+        return datetime.fromtimestamp(float(text), UTC)
+    except (ValueError, OverflowError, OSError):
         pass
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -90,9 +93,7 @@ def _since(text: str) -> float:
             "since must be Unix seconds or an ISO 8601 time",
             field="since",
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 class _AccountRoutes:
@@ -304,24 +305,29 @@ class _AccountRoutes:
 
     def _charge(self, charge: Charge, transactions: dict[str, str]) -> dict[str, Any]:
         """One usage entry, in the shape `core.usage.UsageCharge` reads."""
-        record = self.listing.get(charge.endpoint_id)
+        resource = charge.endpoint_id
+        record = self.listing.get(resource)
+        domain = record.domain_type if record is not None else None
         if record is not None:
-            kind, provider, domain = "market_call", record.provider, record.domain_type
-        elif charge.endpoint_id in ("svc_breed_agent", "merge_models"):
-            kind, provider, domain = charge.endpoint_id.removeprefix("svc_"), "svc", None
+            kind, provider = "market_call", record.provider
+        elif resource in ("svc_breed_agent", "merge_models"):
+            kind, provider = resource.removeprefix("svc_"), "svc"
+        elif resource.startswith("dataset:") or dataset_catalog().find(resource) is not None:
+            # Dataset charges are recorded as `dataset:<id>`; the entry names the bare id.
+            kind, provider, resource = "dataset", "svc", resource.removeprefix("dataset:")
         else:
-            kind, provider, domain = "dataset", "svc", None
+            kind, provider = "other", None
         transaction = transactions.get(charge.id)
-        if transaction is None and record is not None:
-            # The wallet proxy does not store its receipt's transaction; it derives it so (app.py).
-            price = str(charge.price_usdc)
-            digest = upstream.digest("tx", charge.id, charge.idempotency_key, record.id, price)
-            transaction = f"0x{digest.hex()}"
+        replay = self.state.replay(charge.idempotency_key) if transaction is None else None
+        if replay is not None:
+            # A wallet proxy execution: its stored answer holds the receipt.
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                transaction = json.loads(replay.body)["receipt"]["transaction"]
         return {
             "id": charge.id,
             "createdAt": _iso(charge.at),
             "kind": kind,
-            "resourceId": charge.endpoint_id,
+            "resourceId": resource,
             "provider": provider,
             "domainType": domain,
             "amountUsdc": format_usdc(charge.price_usdc),
@@ -354,10 +360,9 @@ class _AccountRoutes:
         charges = self.state.charges
         since = query.get("since")
         if since is not None:
-            # Compared in whole microseconds: `createdAt` shows that much, so a time copied
-            # from an entry selects that entry.
-            moment = round(_since(since) * 1_000_000)
-            charges = [c for c in charges if round(c.at * 1_000_000) >= moment]
+            # Compared as the times `createdAt` shows, so a time copied from an entry selects it.
+            moment = _since(since)
+            charges = [c for c in charges if datetime.fromtimestamp(c.at, UTC) >= moment]
         total = len(charges)
         spent = sum((c.price_usdc for c in charges), Decimal(0))
         cursor = query.get("cursor")

@@ -447,7 +447,7 @@ def _get_dataset(ctx: Context, args: GetDatasetArgs) -> dict[str, Any]:
         required,
         dataset.price_usdc,
         args.payment_signature,
-        charge_for=dataset.id,
+        charge_for=f"dataset:{dataset.id}",  # as the REST access route records it
         payment_proof=args.payment_proof,
         x_payment=args.x_payment,
     )

@@ -686,6 +686,11 @@ def test_a_paid_dataset_answers_its_challenge_then_delivers_once_paid(
     paid = rpc.result("get_dataset", {"dataset_id": dataset.id, "payment_signature": signature})
     assert paid["content"] and Decimal(paid["chargedUsdc"]) == dataset.price_usdc
     assert state.balance == balance - dataset.price_usdc
+    usage = rpc.http.get(
+        "/api/agent/usage", params={"limit": 200}, headers={"Authorization": f"Bearer {rpc.key}"}
+    ).json()["charges"][-1]
+    assert (usage["kind"], usage["resourceId"]) == ("dataset", dataset.id)
+    assert usage["receipt"] == paid["payment"]["transaction"]
     replay = rpc.failure("get_dataset", {"dataset_id": dataset.id, "payment_signature": signature})
     assert replay["error"]["code"] == "PAYMENT_INVALID"
     assert replay["error"]["reason"] == "nonce_reused"

@@ -28,6 +28,7 @@ body is refused with HTTP 401 and nothing in it runs, so a batch never half-runs
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -298,7 +299,7 @@ class McpEndpoint:
             if params.get("cursor") is not None:
                 raise ParamsError("cursor: this server lists every tool on one page")
             return {
-                "tools": [tool.describe() for tool in tools.TOOLS.values()],
+                "tools": _tool_list(),
                 "_meta": {"sandbox": True},
             }
         if method == "tools/call":
@@ -346,6 +347,12 @@ class McpEndpoint:
 
 class _MethodNotFound(Exception):
     pass
+
+
+@functools.cache
+def _tool_list() -> list[dict[str, Any]]:
+    """What `tools/list` answers: built once, the tools never change while serving."""
+    return [tool.describe() for tool in tools.TOOLS.values()]
 
 
 def routes(state: SandboxState, listing: Catalog) -> list[Route]:

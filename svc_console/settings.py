@@ -141,6 +141,15 @@ def _service_section(path: Path) -> dict[str, str]:
     return section
 
 
+def wallet_config_file(paths: Paths, env: Mapping[str, str] | None = None) -> Path | None:
+    """The wallet connection's file when it is not the spec's default: SVC_WALLET_CONFIG, then
+    the `[service]` table's `wallet_config` (None: `~/.svc-agentwallet/config.json`)."""
+    env = os.environ if env is None else env
+    section = _service_section(paths.home / "settings.toml")
+    value = env.get("SVC_WALLET_CONFIG") or section.get("wallet_config")
+    return Path(value) if value else None
+
+
 def service_config(paths: Paths, env: Mapping[str, str] | None = None) -> ServiceConfig | None:
     """The configured service, or None for the embedded sandbox (no base URL anywhere).
 
@@ -153,8 +162,7 @@ def service_config(paths: Paths, env: Mapping[str, str] | None = None) -> Servic
     base_url = (env.get("SVC_BASE_URL") or section.get("base_url") or "").rstrip("/")
     if not base_url:
         return None
-    wallet_path = env.get("SVC_WALLET_CONFIG") or section.get("wallet_config")
-    creds = Credentials(paths, connection_file=Path(wallet_path) if wallet_path else None)
+    creds = Credentials(paths, connection_file=wallet_config_file(paths, env))
     api_key = env.get("SVC_API_KEY")
     if not api_key:
         account = creds.account()

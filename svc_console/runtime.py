@@ -12,6 +12,7 @@ from typing import Any
 
 from svc_console.broker import Broker, BrokerConfig
 from svc_console.broker.socket_server import ApprovalSocket, load_operator_token
+from svc_console.credentials import Credentials
 from svc_console.ledger import Ledger
 from svc_console.market.gateway import Marketplace
 from svc_console.settings import Paths, ServiceConfig, ensure_private_dir
@@ -26,6 +27,7 @@ class Runtime:
     config: BrokerConfig = field(default_factory=BrokerConfig)
     broker_options: dict[str, Any] = field(default_factory=dict)
     sandbox: Any = None  # the embedded SandboxServer, when no service is configured
+    payer_key: str | None = field(default=None, repr=False)  # else the saved account wallet
     ledger: Ledger | None = None
     market: Marketplace | None = None
     broker: Broker | None = None
@@ -62,12 +64,15 @@ class Runtime:
                 username=s.username,
                 api_token=s.api_token,
                 sandbox=False,
+                payer_key=self._account_wallet_key(),
             )
         if self.sandbox is None:
             from svc_console.sandbox.server import SandboxServer
 
             self.sandbox = SandboxServer()
             self._owns_sandbox = True
+        from eth_account import Account
+
         base_url = self.sandbox.start() if self._owns_sandbox else self.sandbox.base_url
         state = self.sandbox.state
         return Marketplace.connect(
@@ -77,7 +82,18 @@ class Runtime:
             username=state.username,
             api_token=state.api_token,
             sandbox=True,
+            # Sandbox play pays from a throwaway key: any valid signer is a payer there.
+            payer_key=self.payer_key or Account.create().key.hex(),
         )
+
+    def _account_wallet_key(self) -> str | None:
+        """The EVM key of the account wallet that the first login saved, if there is one."""
+        if self.payer_key:
+            return self.payer_key
+        wallet = Credentials(self.paths).wallet_config() or {}
+        evm = wallet.get("evm") if isinstance(wallet.get("evm"), dict) else {}
+        key = evm.get("privateKey")
+        return key if isinstance(key, str) and key else None
 
     async def stop(self) -> None:
         if self.socket is not None:

@@ -238,15 +238,6 @@ async def test_mpp_endpoint_settles_on_tempo(runtime, sandbox):
     assert done["outcome"]["charged_usdc"] == "0.05"
 
 
-async def test_kinds_this_version_cannot_pay_are_rejected_with_a_reason(runtime, sandbox):
-    ticket = await submit(runtime, kind="breed_agent", endpoint_id=None, inputs={})
-    request = await eventually(
-        lambda: (r := runtime.broker.get(ticket["request_id"])).state == State.rejected and r
-    )
-    assert "breed_agent" in request.reason and "not supported" in request.reason
-    assert sandbox.state.executions_count() == 0
-
-
 async def test_price_above_the_agents_own_max_is_rejected_before_the_operator(runtime):
     ticket = await submit(runtime, max_usdc="0.005")
     request = await eventually(

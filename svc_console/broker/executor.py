@@ -1,4 +1,5 @@
-"""Execution of an approved request: the only code that asks the wallet proxy to pay.
+"""Execution of an approved request: the only code that makes money move, through the wallet
+proxy (market calls) or a payment the console signs (charged MCP tools, see `paid_tools`).
 
 Order matters and is the point of this module: the decision is already committed (the caller
 checks), the execution row is committed as `in_flight` before the proxy is called, and the proxy is
@@ -11,7 +12,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from svc_console.core.models import Estimate
+from svc_console.broker.paid_tools import PaidTools
+from svc_console.core.models import Estimate, Kind
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
 from svc_console.core.states import State
@@ -30,9 +32,10 @@ class Executor:
         market: Marketplace,
         clock: Callable[[], float],
         pending_ttl_s: float,
+        tools: PaidTools,
     ):
         self.ledger, self.market, self.clock = ledger, market, clock
-        self.pending_ttl_s = pending_ttl_s
+        self.pending_ttl_s, self.tools = pending_ttl_s, tools
 
     async def run(self, request_id: str) -> State:
         request = self.ledger.get(request_id)
@@ -58,14 +61,26 @@ class Executor:
             return state
 
         try:
-            outcome = await self.market.wallet.execute(
-                estimate.protocol,
-                endpoint.id,
-                request.inputs,
-                ceiling_usdc=decision.ceiling_usdc,
-                chain=estimate.chain,
-                idempotency_key=key,
-            )
+            if request.kind == Kind.market_call:
+                outcome = await self.market.wallet.execute(
+                    estimate.protocol,
+                    endpoint.id,
+                    request.inputs,
+                    ceiling_usdc=decision.ceiling_usdc,
+                    chain=estimate.chain,
+                    idempotency_key=key,
+                )
+            else:
+                # Signed here with the account wallet's key, within the approval.
+                outcome = await self.tools.pay(
+                    request.kind,
+                    request.dataset_id,
+                    request.inputs,
+                    ceiling_usdc=decision.ceiling_usdc,
+                    chain=estimate.chain,
+                    free=estimate.amount_usdc == 0,
+                    idempotency_key=key,
+                )
         except errors.WalletUnfunded as exc:
             state = State.awaiting_funds if attempt < MAX_ATTEMPTS else State.failed
             needed = f"needs {format_usdc(exc.required)} USDC"

@@ -10,7 +10,9 @@ import logging
 from dataclasses import dataclass
 from decimal import Decimal
 
+from svc_console.broker.paid_tools import PaidTools, ToolRefused
 from svc_console.core import risk
+from svc_console.core.datasets import DatasetListing
 from svc_console.core.models import Decision, EndpointRecord, Estimate, Kind, SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
@@ -24,28 +26,35 @@ log = logging.getLogger(__name__)
 MAX_SKILL_CHARS = 20_000
 
 
+@dataclass(frozen=True)
+class Inspection:
+    """What intake learned before asking policy: the same shape for endpoints and tools."""
+
+    endpoint: EndpointRecord
+    estimate: Estimate
+    skill: str
+    balance_usdc: Decimal | None = None
+    dataset: DatasetListing | None = None
+
+
 @dataclass
 class Intake:
     ledger: Ledger
     market: Marketplace
     policy: PolicyEngine
     pending_ttl_s: float
+    tools: PaidTools
 
     async def run(self, request: SpendRequest, now: float) -> State:
         """Take a `received` (or, after a restart, `inspecting`) request as far as it can go
         without the operator; returns the state it ended in."""
         if request.state == State.received:
             self.ledger.transition(request.id, State.inspecting, at=now)
-        if request.kind != Kind.market_call:
-            return self._reject(
-                request, now, f"{request.kind} requests are not supported by this console yet"
-            )
         try:
-            endpoint = await self.market.rest.endpoint(request.endpoint_id or "")
-            skill = await self.market.rest.skill(endpoint.id)
-            dry_run = await self.market.wallet.dry_run(
-                endpoint.protocols[0], endpoint.id, request.inputs
-            )
+            if request.kind == Kind.market_call:
+                inspected = await self._inspect_endpoint(request)
+            else:
+                inspected = await self._inspect_tool(request)
         except errors.EndpointNotFound:
             return self._reject(request, now, f"no endpoint {inert_line(request.endpoint_id)}")
         except errors.NotInRegistry:
@@ -59,16 +68,12 @@ class Intake:
                 if isinstance(f, dict)
             )
             return self._reject(request, now, f"invalid inputs: {problems or exc.message}")
+        except ToolRefused as exc:
+            return self._reject(request, now, exc.message)
         except errors.MarketError as exc:
             return self._reject(request, now, f"could not inspect the endpoint: {exc.message}")
+        endpoint, estimate, skill = inspected.endpoint, inspected.estimate, inspected.skill
 
-        estimate = Estimate(
-            amount_usdc=dry_run.estimated_usdc,
-            min_usdc=dry_run.min_usdc,
-            max_usdc=dry_run.max_usdc,
-            chain=dry_run.chain,
-            protocol=dry_run.protocol,
-        )
         lowest = estimate.min_usdc if estimate.min_usdc is not None else estimate.amount_usdc
         if request.max_usdc is not None and lowest > request.max_usdc:
             return self._reject(
@@ -87,7 +92,7 @@ class Intake:
                 endpoint.provider, request.id
             ),
             agent_max_usdc=request.max_usdc,
-            balance_usdc=dry_run.balance_usdc,
+            balance_usdc=inspected.balance_usdc,
         )
         verdict = self.policy.evaluate(request, endpoint, estimate)
         learned = {
@@ -115,6 +120,27 @@ class Intake:
             request.id, State.pending, at=now, expires_at=now + self.pending_ttl_s, **learned
         )
         return State.pending
+
+    async def _inspect_endpoint(self, request: SpendRequest) -> Inspection:
+        """A market call: the endpoint record, its skill.md and the wallet proxy's dry run."""
+        endpoint = await self.market.rest.endpoint(request.endpoint_id or "")
+        skill = await self.market.rest.skill(endpoint.id)
+        dry_run = await self.market.wallet.dry_run(
+            endpoint.protocols[0], endpoint.id, request.inputs
+        )
+        estimate = Estimate(
+            amount_usdc=dry_run.estimated_usdc,
+            min_usdc=dry_run.min_usdc,
+            max_usdc=dry_run.max_usdc,
+            chain=dry_run.chain,
+            protocol=dry_run.protocol,
+        )
+        return Inspection(endpoint, estimate, skill, dry_run.balance_usdc)
+
+    async def _inspect_tool(self, request: SpendRequest) -> Inspection:
+        """A charged MCP tool: quoted by its own payment challenge (see broker.paid_tools)."""
+        quote = await self.tools.quote(request.kind, request.dataset_id, request.inputs)
+        return Inspection(quote.endpoint, quote.estimate, quote.skill, None, quote.dataset)
 
     def _reject(
         self,

@@ -19,6 +19,7 @@ from typing import Any
 
 from svc_console.broker import errors
 from svc_console.broker.executor import MAX_ATTEMPTS, Executor
+from svc_console.broker.paid_tools import PaidTools
 from svc_console.broker.params import ApproveParams, DenyParams, SubmitParams
 from svc_console.broker.pipeline import Intake, approval_ceiling
 from svc_console.core.models import Decision, SpendRequest
@@ -63,8 +64,11 @@ class Broker:
         self.config = config or BrokerConfig()
         self.clock = clock
         self._new_id = new_id
-        self._intake = Intake(ledger, market, policy or ManualReview(), self.config.pending_ttl_s)
-        self._executor = Executor(ledger, market, clock, self.config.pending_ttl_s)
+        tools = PaidTools(market.mcp, market.rest, market.signer)
+        self._intake = Intake(
+            ledger, market, policy or ManualReview(), self.config.pending_ttl_s, tools
+        )
+        self._executor = Executor(ledger, market, clock, self.config.pending_ttl_s, tools)
         self._listeners: list[Listener] = []
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()

@@ -1,11 +1,20 @@
-"""The marketplace as the broker sees it: the REST client and the wallet proxy client together."""
+"""The marketplace as the broker sees it: the REST client, the wallet proxy client, the MCP
+client, and the account wallet's signer for the charged MCP tools."""
+
+from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import httpx
 
+from svc_console.market.account import AccountClient
+from svc_console.market.mcp import McpClient
 from svc_console.market.rest import MarketClient
 from svc_console.market.wallet import WalletClient
+
+if TYPE_CHECKING:
+    from svc_console.market.payments import PaymentSigner
 
 
 @dataclass
@@ -15,6 +24,10 @@ class Marketplace:
     sandbox: bool
     rest: MarketClient
     wallet: WalletClient
+    mcp: McpClient
+    # The agent's wallets and balance (the wallet screen) and the onboarding flows.
+    account: AccountClient
+    signer: PaymentSigner | None = None
 
     @classmethod
     def connect(
@@ -26,16 +39,30 @@ class Marketplace:
         username: str,
         api_token: str,
         sandbox: bool,
+        payer_key: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-    ) -> "Marketplace":
+    ) -> Marketplace:
+        """`payer_key`: the account wallet's EVM key, which signs the charged MCP tools'
+        payments; without one those requests are refused with a reason."""
+        signer = None
+        if payer_key:
+            # Imported here: the x402 package is only needed once there is a key to sign with.
+            from svc_console.market.payments import PaymentSigner
+
+            signer = PaymentSigner(payer_key)
         return cls(
             base_url=base_url,
             wallet_api_base=wallet_api_base,
             sandbox=sandbox,
             rest=MarketClient(base_url, api_key, transport=transport),
             wallet=WalletClient(wallet_api_base, username, api_token, transport=transport),
+            mcp=McpClient(f"{base_url}/api/mcp", credential=api_key, transport=transport),
+            account=AccountClient(base_url, api_key=api_key, transport=transport),
+            signer=signer,
         )
 
     async def aclose(self) -> None:
         await self.rest.aclose()
         await self.wallet.aclose()
+        await self.account.aclose()
+        await self.mcp.aclose()

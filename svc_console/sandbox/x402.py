@@ -40,7 +40,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -320,7 +320,11 @@ class X402Gate:
         max_timeout_seconds: int = DEFAULT_TIMEOUT_S,
     ) -> dict[str, Any]:
         """The `PaymentRequired` object, JSON-ready. `networks` offers several (in that order)
-        instead of the one `network`."""
+        instead of the one `network`. The state's reprice factor (and a firing `reprice` fault)
+        multiplies the amount: a challenge that asks more than the listing said."""
+        amount_usdc = (amount_usdc * self.state.reprice_factor).quantize(
+            Decimal("0.000001"), rounding=ROUND_CEILING
+        )
         accepts = [
             self.requirement(
                 amount_usdc, each, pay_to=pay_to, max_timeout_seconds=max_timeout_seconds

@@ -94,7 +94,54 @@ def _v1(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS = [_v1]
+def _v3(db: sqlite_utils.Database) -> None:
+    """The synced usage history (ledger/usage.py).
+
+    Written with IF NOT EXISTS so the step is safe to meet twice while the migrations of parallel
+    work are put in order. Every index serves a query of ledger/usage.py (checked with EXPLAIN
+    QUERY PLAN in tests/test_usage_ledger.py). `usage_at` (at, then the rowid) gives the
+    newest-first window in order, so even a deep OFFSET skips index entries, not rows; each filter
+    column leads an index followed by `at`; `amount` rides along in `usage_time` and the agent and
+    provider indexes so totals, spend per day and the breakdowns are read from the index alone."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS usage (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            at REAL NOT NULL,
+            agent TEXT,
+            kind TEXT NOT NULL,
+            resource TEXT NOT NULL,
+            provider TEXT,
+            domain_type TEXT,
+            chain TEXT NOT NULL,
+            protocol TEXT NOT NULL,
+            amount INTEGER NOT NULL,
+            idempotency_key TEXT,
+            receipt TEXT,
+            request_id TEXT,
+            decision TEXT,
+            decided_by TEXT,
+            ceiling INTEGER,
+            state TEXT NOT NULL,
+            flag TEXT,
+            flagged INTEGER NOT NULL,
+            synced_at REAL NOT NULL
+        )"""
+    )
+    for name, columns in (
+        ("usage_at", "at"),
+        ("usage_time", "at, amount"),
+        ("usage_agent", "agent, at, amount"),
+        ("usage_provider", "provider, at, amount"),
+        ("usage_chain", "chain, at"),
+        ("usage_domain", "domain_type, at"),
+        ("usage_flagged", "flagged, at"),
+        ("usage_idempotency", "idempotency_key"),
+    ):
+        db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON usage({columns})")
+
+
+MIGRATIONS = [_v1, _v3]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

@@ -1,0 +1,563 @@
+"""The synced usage history in the ledger: writing what the service charged, reconciling each charge
+with the decision that allowed it, and the queries finance runs over it.
+
+A table of a million charges is never loaded whole. The screen asks for the rows it shows (a
+window by offset, or the page after/before a row it already has), and every count, sum and
+breakdown comes from SQL. Each query is shaped for an index of `_v3` (`ledger/schema.py`);
+`tests/test_usage_ledger.py` checks the plans with EXPLAIN QUERY PLAN.
+
+Reconciliation is done when a charge is written, not when it is read: the result (the matched
+request, its decision and ceiling, the state and why) is stored on the row, so filtering by state
+and counting flagged charges are index lookups too. `recheck_flagged` re-matches flagged rows
+after the ledger has caught up (a charge synced before its execution row was written).
+
+Read-side functions take any `sqlite3.Connection`: the screen and the export open the ledger file
+read-only (`open_reader`), so a long query never holds up the broker's writes.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from svc_console.core.money import from_atomic, to_atomic
+from svc_console.core.usage import (
+    DAY_S,
+    FLAG_TEXT,
+    LedgerMatch,
+    Reconciled,
+    UsageCharge,
+    UsageFilter,
+    day_of,
+    reconcile,
+)
+
+if TYPE_CHECKING:
+    from svc_console.ledger.store import Ledger
+
+# The columns a query returns, in `UsageRow`'s order.
+ROW_COLUMNS = (
+    "seq",
+    "id",
+    "at",
+    "agent",
+    "kind",
+    "resource",
+    "provider",
+    "domain_type",
+    "chain",
+    "protocol",
+    "amount",
+    "idempotency_key",
+    "receipt",
+    "request_id",
+    "decision",
+    "decided_by",
+    "ceiling",
+    "state",
+    "flag",
+)
+_SELECT = ", ".join(ROW_COLUMNS)
+# Newest first; `seq` (the rowid) breaks ties between charges made in the same instant.
+_NEWEST = "ORDER BY at DESC, seq DESC"
+_OLDEST = "ORDER BY at ASC, seq ASC"
+# The service's own fields: a re-synced charge whose fields differ is updated and reconciled again.
+_SERVICE_FIELDS = (
+    "at",
+    "agent",
+    "kind",
+    "resource",
+    "provider",
+    "domain_type",
+    "chain",
+    "protocol",
+    "amount",
+    "idempotency_key",
+    "receipt",
+)
+_CHUNK = 500  # host parameters per IN (...) list
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    """One charge with what the ledger says about it. Amounts are atomic USDC; every string from
+    the service is untrusted text (shown through `core.sanitize`)."""
+
+    seq: int
+    id: str
+    at: float
+    agent: str | None
+    kind: str
+    resource: str
+    provider: str | None
+    domain_type: str | None
+    chain: str
+    protocol: str
+    amount: int
+    idempotency_key: str | None
+    receipt: str | None
+    request_id: str | None
+    decision: str | None
+    decided_by: str | None
+    ceiling: int | None
+    state: str
+    flag: str | None
+
+    @property
+    def key(self) -> tuple[float, int]:
+        """Where the row sits in the history's order (for the page after or before it)."""
+        return (self.at, self.seq)
+
+    @property
+    def flagged(self) -> bool:
+        return self.state != Reconciled.ok
+
+    @property
+    def amount_usdc(self) -> Decimal:
+        return from_atomic(self.amount)
+
+    @property
+    def ceiling_usdc(self) -> Decimal | None:
+        return None if self.ceiling is None else from_atomic(self.ceiling)
+
+    @property
+    def flag_text(self) -> str | None:
+        return FLAG_TEXT.get(self.flag, self.flag) if self.flag else None
+
+
+@dataclass(frozen=True)
+class UsageTotals:
+    count: int
+    amount: int
+    flagged_count: int
+    flagged_amount: int
+
+
+@dataclass(frozen=True)
+class SpendBucket:
+    """Spend of one day (`key` = days since the epoch), one provider or one agent."""
+
+    key: int | str | None
+    count: int
+    amount: int
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    received: int
+    inserted: int
+    updated: int
+    unchanged: int
+    flagged: int  # of the charges inserted or updated, how many are flagged now
+
+
+# -- opening ---------------------------------------------------------------------------------------
+
+
+def open_reader(path: Path) -> sqlite3.Connection:
+    """A read-only connection to a ledger file, usable from any one thread at a time."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout=5000")
+    return conn
+
+
+def has_usage(conn: sqlite3.Connection) -> bool:
+    """Whether this ledger has the usage table (a ledger older than `_v3` has not)."""
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'usage'"
+    ).fetchone()
+    return found is not None
+
+
+# -- writing: sync and reconciliation -------------------------------------------------------------
+
+
+def _service_row(charge: UsageCharge) -> dict[str, object]:
+    return {
+        "at": charge.at,
+        "agent": charge.agent,
+        "kind": charge.kind,
+        "resource": charge.resource,
+        "provider": charge.provider,
+        "domain_type": charge.domain_type,
+        "chain": charge.chain,
+        "protocol": charge.protocol,
+        "amount": to_atomic(charge.amount_usdc),
+        "idempotency_key": charge.idempotency_key,
+        "receipt": charge.receipt,
+    }
+
+
+def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+def sync_usage(
+    ledger: Ledger, charges: Iterable[UsageCharge], *, now: float | None = None
+) -> SyncResult:
+    """Write charges fetched from `GET /api/agent/usage` into the ledger, in one transaction.
+
+    A charge id already stored with the same fields changes nothing; with different fields (the
+    service filled in a receipt, say) it is updated. Every charge written is reconciled at once,
+    together with any other charge sharing its idempotency key (the earliest one uses the approval,
+    later ones are duplicates)."""
+    now = time.time() if now is None else now
+    latest: dict[str, dict[str, object]] = {}
+    received = 0
+    for charge in charges:
+        received += 1
+        latest[charge.id] = _service_row(charge)  # a page repeating a charge: the last one wins
+    conn = ledger.db.conn
+    inserted = updated = 0
+    touched: list[str] = []
+    with ledger.db.atomic():
+        ids = list(latest)
+        for chunk in _chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            stored = {
+                row[0]: dict(zip(_SERVICE_FIELDS, row[1:], strict=True))
+                for row in conn.execute(
+                    f"SELECT id, {', '.join(_SERVICE_FIELDS)} FROM usage WHERE id IN ({marks})",
+                    list(chunk),
+                )
+            }
+            fresh, changed = [], []
+            for charge_id in chunk:
+                row = latest[charge_id]
+                if charge_id not in stored:
+                    fresh.append(charge_id)
+                elif stored[charge_id] != row:
+                    changed.append(charge_id)
+            _insert_new(conn, [(i, latest[i]) for i in fresh], now)
+            _update_changed(conn, [(i, latest[i]) for i in changed], now)
+            inserted += len(fresh)
+            updated += len(changed)
+            touched += fresh + changed
+        flagged = _reconcile_ids(conn, touched)
+    return SyncResult(received, inserted, updated, received - inserted - updated, flagged)
+
+
+def _insert_new(
+    conn: sqlite3.Connection, rows: list[tuple[str, dict[str, object]]], now: float
+) -> None:
+    if not rows:
+        return
+    columns = ("id", *_SERVICE_FIELDS, "state", "flagged", "synced_at")
+    sql = f"INSERT INTO usage ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    # Stored as uncovered until `_reconcile_ids` looks, in the same transaction.
+    conn.executemany(
+        sql,
+        [
+            (charge_id, *(row[f] for f in _SERVICE_FIELDS), Reconciled.uncovered.value, 1, now)
+            for charge_id, row in rows
+        ],
+    )
+
+
+def _update_changed(
+    conn: sqlite3.Connection, rows: list[tuple[str, dict[str, object]]], now: float
+) -> None:
+    if not rows:
+        return
+    sets = ", ".join(f"{f} = ?" for f in _SERVICE_FIELDS)
+    conn.executemany(
+        f"UPDATE usage SET {sets}, synced_at = ? WHERE id = ?",
+        [(*(row[f] for f in _SERVICE_FIELDS), now, charge_id) for charge_id, row in rows],
+    )
+
+
+def recheck_flagged(ledger: Ledger) -> int:
+    """Reconcile every flagged charge again (the ledger may know more now); returns how many stay
+    flagged."""
+    conn = ledger.db.conn
+    with ledger.db.atomic():
+        ids = [row[0] for row in conn.execute("SELECT id FROM usage WHERE flagged = 1")]
+        return _reconcile_ids(conn, ids)
+
+
+def _reconcile_ids(conn: sqlite3.Connection, ids: Sequence[str]) -> int:
+    """Match these charges (and every charge sharing an idempotency key with them) with the
+    ledger, store the outcome, and return how many of `ids` are flagged."""
+    if not ids:
+        return 0
+    keys: set[str] = set()
+    keyless: list[str] = []
+    for chunk in _chunks(list(ids)):
+        marks = ",".join("?" * len(chunk))
+        for charge_id, key in conn.execute(
+            f"SELECT id, idempotency_key FROM usage WHERE id IN ({marks})", list(chunk)
+        ):
+            if key is None:
+                keyless.append(charge_id)
+            else:
+                keys.add(key)
+    updates: list[tuple[object, ...]] = []
+    for chunk in _chunks(sorted(keys)):
+        matches = _ledger_matches(conn, chunk)
+        marks = ",".join("?" * len(chunk))
+        # Earliest charge first: it is the one the approval covers.
+        rows = conn.execute(
+            f"SELECT id, idempotency_key, amount FROM usage WHERE idempotency_key IN ({marks})"
+            " ORDER BY idempotency_key, at, seq",
+            list(chunk),
+        ).fetchall()
+        previous_key = None
+        for charge_id, key, amount in rows:
+            match = matches.get(key)
+            if match is not None and key == previous_key:
+                match = replace(match, first_charge=False)
+            previous_key = key
+            updates.append(_outcome(charge_id, amount, match, has_key=True))
+    for charge_id in keyless:
+        amount = conn.execute("SELECT amount FROM usage WHERE id = ?", [charge_id]).fetchone()[0]
+        updates.append(_outcome(charge_id, amount, None, has_key=False))
+    conn.executemany(
+        "UPDATE usage SET request_id = ?, decision = ?, decided_by = ?, ceiling = ?,"
+        " agent = coalesce(agent, ?), provider = coalesce(provider, ?),"
+        " domain_type = coalesce(domain_type, ?), state = ?, flag = ?, flagged = ?"
+        " WHERE id = ?",
+        updates,
+    )
+    wanted = set(ids)
+    return sum(1 for update in updates if update[-1] in wanted and update[-2])
+
+
+def _outcome(
+    charge_id: str, amount: int, match: LedgerMatch | None, *, has_key: bool
+) -> tuple[object, ...]:
+    state, flag = reconcile(amount, match, has_key=has_key)
+    decision = None
+    if match is not None and match.approved is not None:
+        decision = "approved" if match.approved else "denied"
+    return (
+        match.request_id if match else None,
+        decision,
+        match.decided_by if match else None,
+        match.ceiling if match else None,
+        match.agent if match else None,
+        match.provider if match else None,
+        match.domain_type if match else None,
+        state.value,
+        flag,
+        int(state != Reconciled.ok),
+        charge_id,
+    )
+
+
+def _ledger_matches(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, LedgerMatch]:
+    """The execution each idempotency key names, with its request and the decision it ran under."""
+    marks = ",".join("?" * len(keys))
+    rows = conn.execute(
+        "SELECT e.idempotency_key, e.request_id, r.agent, r.provider,"
+        " json_extract(r.endpoint, '$.domain_type'), d.approved, d.by, d.ceiling_usdc"
+        " FROM executions e JOIN requests r ON r.id = e.request_id"
+        " LEFT JOIN decisions d ON d.id = e.decision_id"
+        f" WHERE e.idempotency_key IN ({marks})",
+        list(keys),
+    )
+    return {
+        key: LedgerMatch(
+            request_id=request_id,
+            agent=agent,
+            provider=provider,
+            domain_type=domain_type,
+            approved=None if approved is None else bool(approved),
+            decided_by=by,
+            ceiling=ceiling,
+        )
+        for key, request_id, agent, provider, domain_type, approved, by, ceiling in rows
+    }
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+
+def where(f: UsageFilter, *, times: bool = True) -> tuple[str, list[object]]:
+    """The WHERE clause of a filter (never empty: `1` when nothing is filtered); `times=False`
+    leaves the date range out, for a caller that bounds `at` itself."""
+    clauses: list[str] = []
+    params: list[object] = []
+    if times and f.since is not None:
+        clauses.append("at >= ?")
+        params.append(f.since)
+    if times and f.until is not None:
+        clauses.append("at < ?")
+        params.append(f.until)
+    for column in ("agent", "provider", "chain", "domain_type"):
+        value = getattr(f, column)
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if f.state == "flagged":
+        clauses.append("flagged = 1")
+    elif f.state == Reconciled.ok:
+        clauses.append("flagged = 0")
+    elif f.state is not None:
+        clauses += ["flagged = 1", "state = ?"]
+        params.append(f.state)
+    return " AND ".join(clauses) or "1", params
+
+
+def _rows(cursor: Iterable[tuple[object, ...]]) -> list[UsageRow]:
+    return [UsageRow(*row) for row in cursor]
+
+
+def count(conn: sqlite3.Connection, f: UsageFilter) -> int:
+    sql, params = where(f)
+    return conn.execute(f"SELECT count(*) FROM usage WHERE {sql}", params).fetchone()[0]
+
+
+def totals(conn: sqlite3.Connection, f: UsageFilter) -> UsageTotals:
+    """Count and spend, and of them what is flagged: two queries, each answered from an index
+    (flagged charges are few, so they are summed apart rather than on every row)."""
+    sql, params = where(f)
+    statement = f"SELECT count(*), coalesce(sum(amount), 0) FROM usage WHERE {sql}"
+    n, amount = conn.execute(statement, params).fetchone()
+    flagged_n, flagged_amount = conn.execute(f"{statement} AND flagged = 1", params).fetchone()
+    return UsageTotals(n, amount, flagged_n, flagged_amount)
+
+
+def window(
+    conn: sqlite3.Connection, f: UsageFilter, offset: int, limit: int, *, newest_first: bool = True
+) -> list[UsageRow]:
+    """Rows `offset` to `offset + limit` of the history, newest first (or oldest first: rows
+    counted from the end, which keeps the offset small near the bottom of a long table)."""
+    sql, params = where(f)
+    order = _NEWEST if newest_first else _OLDEST
+    return _rows(
+        conn.execute(
+            f"SELECT {_SELECT} FROM usage WHERE {sql} {order} LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+    )
+
+
+def after(
+    conn: sqlite3.Connection, f: UsageFilter, key: tuple[float, int], limit: int
+) -> list[UsageRow]:
+    """The `limit` rows that follow the row at `key` in newest-first order (keyset paging: as
+    fast a million rows down as at the top)."""
+    sql, params = where(f)
+    at, seq = key
+    return _rows(
+        conn.execute(
+            f"SELECT {_SELECT} FROM usage WHERE {sql} AND at <= ? AND (at < ? OR seq < ?)"
+            f" {_NEWEST} LIMIT ?",
+            [*params, at, at, seq, limit],
+        )
+    )
+
+
+def before(
+    conn: sqlite3.Connection, f: UsageFilter, key: tuple[float, int], limit: int
+) -> list[UsageRow]:
+    """The `limit` rows that come just before the row at `key` in newest-first order, in that
+    order."""
+    sql, params = where(f)
+    at, seq = key
+    rows = _rows(
+        conn.execute(
+            f"SELECT {_SELECT} FROM usage WHERE {sql} AND at >= ? AND (at > ? OR seq > ?)"
+            f" {_OLDEST} LIMIT ?",
+            [*params, at, at, seq, limit],
+        )
+    )
+    rows.reverse()
+    return rows
+
+
+def stream(conn: sqlite3.Connection, f: UsageFilter, *, batch: int = 1000) -> Iterator[UsageRow]:
+    """Every row under the filter, oldest first, `batch` rows in memory at a time."""
+    sql, params = where(f)
+    key: tuple[float, int] | None = None
+    while True:
+        if key is None:
+            page = conn.execute(
+                f"SELECT {_SELECT} FROM usage WHERE {sql} {_OLDEST} LIMIT ?", [*params, batch]
+            )
+        else:
+            page = conn.execute(
+                f"SELECT {_SELECT} FROM usage WHERE {sql} AND at >= ? AND (at > ? OR seq > ?)"
+                f" {_OLDEST} LIMIT ?",
+                [*params, key[0], key[0], key[1], batch],
+            )
+        rows = _rows(page)
+        yield from rows
+        if len(rows) < batch:
+            return
+        key = rows[-1].key
+
+
+def per_day(conn: sqlite3.Connection, f: UsageFilter) -> list[SpendBucket]:
+    """Spend per UTC day, every day from the first charge to the last (days without any: zero).
+
+    One range sum per day over the time index rather than a GROUP BY on a computed day, which
+    SQLite could only do by sorting every row."""
+    sql, params = where(f)
+    first, last = conn.execute(f"SELECT min(at), max(at) FROM usage WHERE {sql}", params).fetchone()
+    if first is None:
+        return []
+    # Each day's range, cut to the filter's: one range per query, so the index seeks straight
+    # to it (two lower bounds on `at` would leave SQLite scanning from the wrong one).
+    sql, params = where(f, times=False)
+    statement = (
+        f"SELECT count(*), coalesce(sum(amount), 0) FROM usage WHERE {sql} AND at >= ? AND at < ?"
+    )
+    low = f.since if f.since is not None else -math.inf
+    high = f.until if f.until is not None else math.inf
+    buckets = []
+    for day in range(day_of(first), day_of(last) + 1):
+        start, end = max(day * DAY_S, low), min((day + 1) * DAY_S, high)
+        n, amount = conn.execute(statement, [*params, start, end]).fetchone()
+        buckets.append(SpendBucket(day, n, amount))
+    return buckets
+
+
+def _per(conn: sqlite3.Connection, column: str, f: UsageFilter, limit: int) -> list[SpendBucket]:
+    sql, params = where(f)
+    rows = conn.execute(
+        f"SELECT {column}, count(*), sum(amount) AS spent FROM usage WHERE {sql}"
+        f" GROUP BY {column} ORDER BY spent DESC, {column} LIMIT ?",
+        [*params, limit],
+    )
+    return [SpendBucket(*row) for row in rows]
+
+
+def per_provider(conn: sqlite3.Connection, f: UsageFilter, limit: int = 10) -> list[SpendBucket]:
+    """The providers paid most under the filter, most first."""
+    return _per(conn, "provider", f, limit)
+
+
+def per_agent(conn: sqlite3.Connection, f: UsageFilter, limit: int = 10) -> list[SpendBucket]:
+    """The agents that spent most under the filter, most first."""
+    return _per(conn, "agent", f, limit)
+
+
+FILTER_COLUMNS = ("agent", "provider", "chain", "domain_type")
+
+
+def distinct(conn: sqlite3.Connection, column: str, limit: int = 1000) -> list[str]:
+    """The values a filter can take, in order: one index seek per value (a loose index scan),
+    not a pass over every row."""
+    if column not in FILTER_COLUMNS:
+        raise ValueError(f"cannot list values of {column!r}")
+    rows = conn.execute(
+        f"WITH RECURSIVE v(x) AS (SELECT min({column}) FROM usage"
+        f" UNION ALL SELECT (SELECT min({column}) FROM usage WHERE {column} > v.x)"
+        " FROM v WHERE v.x IS NOT NULL)"
+        " SELECT x FROM v WHERE x IS NOT NULL LIMIT ?",
+        [limit],
+    )
+    return [row[0] for row in rows]
+
+
+def get(conn: sqlite3.Connection, charge_id: str) -> UsageRow | None:
+    row = conn.execute(f"SELECT {_SELECT} FROM usage WHERE id = ?", [charge_id]).fetchone()
+    return UsageRow(*row) if row else None

@@ -23,6 +23,7 @@ import sqlite_utils
 from svc_console.core.models import Decision, Outcome, SpendRequest
 from svc_console.core.money import from_atomic, to_atomic
 from svc_console.core.states import FINAL, State, check_transition
+from svc_console.ledger.request_windows import RequestQuery
 from svc_console.ledger.schema import migrate
 
 GENESIS = "0" * 64
@@ -283,6 +284,21 @@ class Ledger:
         marks = ",".join("?" * len(names))
         sql = f"SELECT count(*) FROM requests WHERE state IN ({marks})"
         return self.db.execute(sql, names).fetchone()[0]
+
+    def window(
+        self, query: RequestQuery, *, offset: int = 0, limit: int = 50
+    ) -> list[SpendRequest]:
+        """One page of the requests a query selects, in its order: what a screen shows."""
+        where, args = query.where()
+        sql = f"SELECT * FROM requests WHERE {where} ORDER BY {query.order_by()} LIMIT ? OFFSET ?"
+        rows = self.db.execute(sql, [*args, limit, max(0, offset)]).fetchall()
+        columns = self._columns("requests")
+        return [self._hydrate(dict(zip(columns, row, strict=True))) for row in rows]
+
+    def count(self, query: RequestQuery) -> int:
+        """How many requests a query selects (the length of all its pages)."""
+        where, args = query.where()
+        return self.db.execute(f"SELECT count(*) FROM requests WHERE {where}", args).fetchone()[0]
 
     def expired_ids(self, now: float) -> list[str]:
         rows = self.db.execute(

@@ -189,3 +189,36 @@ async def test_agents_wait_on_a_dataset_purchase_like_any_other(runtime, sandbox
         done = await agent.wait_for_outcome(ticket["request_id"], timeout_s=20)
     assert done["state"] == "succeeded"
     assert done["outcome"]["receipt"]["protocol"] == "x402"
+
+
+async def test_a_challenge_on_another_chain_is_not_paid_and_goes_back(runtime, sandbox):
+    request_id = await ask(runtime, "dataset", dataset_id=STANDARD)
+    await in_state(runtime, request_id, State.pending)
+    sandbox.state.faults.add("reprice", routes=["mcp"], count=1, chain="ethereum")
+    await runtime.broker.approve(ApproveParams(request_id=request_id))
+    request = await eventually(
+        lambda: (r := runtime.broker.get(request_id)).state == State.pending
+        and r.estimate.chain == "ethereum"
+        and r,
+        timeout=20,
+    )
+    assert request.estimate.amount_usdc == Decimal("0.25")
+    assert "ethereum" in request.reason and "nothing was paid" in request.reason
+    assert sandbox.state.charges == []
+
+
+async def test_a_market_call_whose_challenge_moves_chain_goes_back_to_the_operator(
+    runtime, sandbox
+):
+    ticket = await submit(runtime)
+    await in_state(runtime, ticket["request_id"], State.pending)
+    sandbox.state.faults.add("reprice", routes=["proxy"], count=1, chain="solana")
+    await runtime.broker.approve(ApproveParams(request_id=ticket["request_id"]))
+    request = await eventually(
+        lambda: (r := runtime.broker.get(ticket["request_id"])).state == State.pending
+        and r.estimate.chain == "solana"
+        and r,
+        timeout=20,
+    )
+    assert "solana" in request.reason and "nothing was paid" in request.reason
+    assert sandbox.state.charges == []

@@ -38,6 +38,7 @@ from svc_console.sandbox import (
     upstream,
 )
 from svc_console.sandbox.catalog import Catalog, catalog, settleable_chains, skill_markdown
+from svc_console.sandbox.faults import repriced_chain
 from svc_console.sandbox.queries import (
     MARKET_DEFAULT_LIMIT,
     MARKET_MAX_LIMIT,
@@ -410,6 +411,9 @@ class _Sandbox:
                 )
             price = runtime_price(record, call.inputs, state.reprice_factor)
             chains = settleable_chains(record, protocol)
+            moved = repriced_chain()
+            if moved is not None:
+                chains = [moved]  # a `reprice` fault moved this challenge to another chain
             if call.chain is not None and call.chain not in chains:
                 raise Refusal(
                     409,

@@ -174,7 +174,9 @@ class _CatalogueRoutes:
         gate = X402Gate(self.state)
         resource = f"{self._base(request)}/api/datasets/{quote(dataset.id, safe='')}/access"
         required = gate.required(
-            resource, dataset.price_usdc, f"Dataset {dataset.id} ({dataset.tier} tier)"
+            resource,
+            gate.runtime_amount(dataset.price_usdc),
+            f"Dataset {dataset.id} ({dataset.tier} tier)",
         )
         challenge = {"PAYMENT-REQUIRED": gate.encode(required)}
         signature = args.payment_signature or request.headers.get("payment-signature")

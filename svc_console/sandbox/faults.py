@@ -11,10 +11,11 @@ Kinds of fault:
   closes the connection: the client cannot know whether it was charged.
 - `malformed`: runs the route, then replaces the body with a truncated, invalid one (status and
   headers kept).
-- `reprice`: multiplies the runtime price of that request by `factor` (default 2), as
-  `SandboxState.reprice_factor` does for every request: the payment challenge asks more than the
-  dry run estimated (the wallet proxy answers `PRICE_ABOVE_CEILING`, a market route's 402 asks
-  for more). Dry runs are never affected.
+- `reprice`: multiplies the runtime price of that request by `factor` (default 2, or 1 when
+  `chain` is given), as `SandboxState.reprice_factor` does for every request, and with `chain`
+  makes the challenge settle on that chain instead: the payment challenge asks more than the
+  dry run estimated, or elsewhere (the wallet proxy answers `PRICE_ABOVE_CEILING`, a market
+  route's or an MCP tool's 402 asks for more). Dry runs are never affected.
 - `delist`: the provider leaves the allowlisted registry before the route runs: `endpointId`
   removes one endpoint, `provider` all of a provider's; with neither, the endpoint the request
   names (a market route's provider, the proxy body's `endpointId`). Clearing the faults puts them
@@ -32,7 +33,7 @@ an `error` then answers; otherwise the first `drop` or `malformed` mangles the a
 
 The switch, authenticated with the sandbox's API key (`Authorization: Bearer sk_live_...`):
 `POST /sandbox/faults` with `{"kind", "routes"?, "count"?, "rate"?, "seed"?, "status"?,
-"delayMs"?, "factor"?, "endpointId"?, "provider"?}` (201, `{"fault": {...}}`); `GET
+"delayMs"?, "factor"?, "chain"?, "endpointId"?, "provider"?}` (201, `{"fault": {...}}`); `GET
 /sandbox/faults` (`{"faults": [...], "delisted": [...]}`, each fault with `fired` and
 `remaining`); `DELETE /sandbox/faults` (clears all, `{"cleared", "restored"}`); `DELETE
 /sandbox/faults/{id}`. From Python: `state.faults.add(kind, ...)`, `state.faults.set(kind, ...)`
@@ -58,6 +59,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from svc_console.core.taxonomy import CHAINS
 from svc_console.sandbox.web import (
     MAX_BODY_BYTES,
     Refusal,
@@ -97,7 +99,7 @@ _STATUS_CODES = {
 _OPTIONS = {
     "error": {"status"},
     "latency": {"delay_ms"},
-    "reprice": {"factor"},
+    "reprice": {"factor", "chain"},
     "delist": {"endpoint_id", "provider"},
     "drop": set(),
     "malformed": set(),
@@ -111,8 +113,18 @@ _reprice: contextvars.ContextVar[Decimal] = contextvars.ContextVar(
 )
 
 
+# The chain a repriced challenge of the request being handled settles on instead (None: unmoved).
+_rechain: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "svc_sandbox_rechain", default=None
+)
+
+
 def reprice_factor() -> Decimal:
     return _reprice.get()
+
+
+def repriced_chain() -> str | None:
+    return _rechain.get()
 
 
 @dataclass
@@ -128,6 +140,7 @@ class Fault:
     status: int | None = None
     delay_ms: int | None = None
     factor: Decimal | None = None
+    chain: str | None = None
     endpoint_id: str | None = None
     provider: str | None = None
     fired: int = 0
@@ -159,6 +172,7 @@ class Fault:
             ("status", "status"),
             ("delay_ms", "delayMs"),
             ("factor", "factor"),
+            ("chain", "chain"),
             ("endpoint_id", "endpointId"),
             ("provider", "provider"),
         ):
@@ -218,6 +232,7 @@ class Faults:
         status: int | None = None,
         delay_ms: int | None = None,
         factor: Decimal | str | int | float | None = None,
+        chain: str | None = None,
         endpoint_id: str | None = None,
         provider: str | None = None,
     ) -> Fault:
@@ -230,6 +245,7 @@ class Faults:
                 ("status", status),
                 ("delay_ms", delay_ms),
                 ("factor", factor),
+                ("chain", chain),
                 ("endpoint_id", endpoint_id),
                 ("provider", provider),
             )
@@ -256,8 +272,12 @@ class Faults:
                 else _int("delay_ms", delay_ms, 0, MAX_DELAY_MS)
             )
         if kind == "reprice":
+            if chain is not None and chain not in CHAINS:
+                raise ValueError(f"chain must be one of {', '.join(CHAINS)}")
+            # A moved chain alone keeps the price; a bare reprice doubles it.
+            default = Decimal(1) if chain is not None else DEFAULT_FACTOR
             try:
-                factor = DEFAULT_FACTOR if factor is None else Decimal(str(factor))
+                factor = default if factor is None else Decimal(str(factor))
             except InvalidOperation:
                 raise ValueError("factor must be a number") from None
             if not factor.is_finite() or not 0 < factor <= 1000:
@@ -276,6 +296,7 @@ class Faults:
                 status=status,
                 delay_ms=delay_ms,
                 factor=factor,  # type: ignore[arg-type]
+                chain=chain,
                 endpoint_id=endpoint_id,
                 provider=provider,
                 _rng=random.Random(seed) if rate is not None else None,
@@ -403,6 +424,8 @@ class FaultInjector:
         for fault in (f for f in fired if f.kind == "reprice"):
             factor *= fault.factor or DEFAULT_FACTOR
         token = _reprice.set(_reprice.get() * factor) if factor != 1 else None
+        moved = next((f.chain for f in fired if f.kind == "reprice" and f.chain), None)
+        chain_token = _rechain.set(moved) if moved else None
         try:
             mangle = next((f for f in fired if f.kind in ("drop", "malformed")), None)
             if mangle is None:
@@ -412,6 +435,8 @@ class FaultInjector:
         finally:
             if token is not None:
                 _reprice.reset(token)
+            if chain_token is not None:
+                _rechain.reset(chain_token)
 
     async def _delist(self, fault: Fault, scope: Scope, receive: Receive) -> Receive:
         if fault.endpoint_id is not None:
@@ -494,6 +519,7 @@ _ALLOWED = {
     "status",
     "delayMs",
     "factor",
+    "chain",
     "endpointId",
     "provider",
 }

@@ -439,13 +439,12 @@ def _get_dataset(ctx: Context, args: GetDatasetArgs) -> dict[str, Any]:
             "sandbox": True,
         }
     resource = f"{ctx.base_url}/api/datasets/{quote(dataset.id, safe='')}/access"
-    required = ctx.gate.required(
-        resource, dataset.price_usdc, f"Dataset {dataset.id} ({dataset.tier} tier)"
-    )
+    price = ctx.gate.runtime_amount(dataset.price_usdc)
+    required = ctx.gate.required(resource, price, f"Dataset {dataset.id} ({dataset.tier} tier)")
     settlement = _pay(
         ctx,
         required,
-        dataset.price_usdc,
+        price,
         args.payment_signature,
         charge_for=f"dataset:{dataset.id}",  # as the REST access route records it
         payment_proof=args.payment_proof,
@@ -467,6 +466,7 @@ def _job(
 ) -> dict[str, Any]:
     resource = f"{ctx.base_url}/api/mcp/tools/{tool}"
     purpose = "GPU fine-tuning job" if tool == "svc_breed_agent" else "model-merge job"
+    price = ctx.gate.runtime_amount(price)
     required = ctx.gate.required(resource, price, f"{purpose} ({format_usdc(price)} USDC)")
     settlement = _pay(ctx, required, price, signature, charge_for=tool)
     assert ctx.caller is not None  # the compute tools need a credential

@@ -64,6 +64,7 @@ from svc_console.core.networks import (
     evm_chain_id,
     same_address,
 )
+from svc_console.sandbox.faults import repriced_chain
 from svc_console.sandbox.state import InsufficientFunds
 
 if TYPE_CHECKING:
@@ -320,11 +321,11 @@ class X402Gate:
         max_timeout_seconds: int = DEFAULT_TIMEOUT_S,
     ) -> dict[str, Any]:
         """The `PaymentRequired` object, JSON-ready. `networks` offers several (in that order)
-        instead of the one `network`. The state's reprice factor (and a firing `reprice` fault)
-        multiplies the amount: a challenge that asks more than the listing said."""
-        amount_usdc = (amount_usdc * self.state.reprice_factor).quantize(
-            Decimal("0.000001"), rounding=ROUND_CEILING
-        )
+        instead of the one `network`. A firing `reprice` fault with a chain moves the challenge
+        to that chain."""
+        moved = repriced_chain()
+        if moved is not None:
+            network, networks = NETWORKS[moved], None
         accepts = [
             self.requirement(
                 amount_usdc, each, pay_to=pay_to, max_timeout_seconds=max_timeout_seconds
@@ -338,6 +339,13 @@ class X402Gate:
             accepts=[PaymentRequirements.model_validate(entry) for entry in accepts],
         )
         return required.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def runtime_amount(self, listed_usdc: Decimal) -> Decimal:
+        """What a challenge asks for a listed price: the listing times the state's reprice factor
+        (and a firing `reprice` fault's), so a charged tool can ask more than it was quoted."""
+        return (listed_usdc * self.state.reprice_factor).quantize(
+            Decimal("0.000001"), rounding=ROUND_CEILING
+        )
 
     @staticmethod
     def encode(required: dict[str, Any]) -> str:

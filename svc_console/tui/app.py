@@ -1,36 +1,38 @@
-"""The Textual application: a thin shell that starts the console's runtime, shows the approvals
-screen, and stops the runtime on the way out.
+"""The Textual application: a thin shell that starts the console's runtime, opens one Textual mode
+per registered screen (approvals is home), and stops the runtime on the way out.
 
-The real work lives in the screens and in the broker they call. The app never lets Python logging
-reach the terminal (it would scribble over the screen) and never exits with a traceback: a runtime
-that cannot start becomes one clear message and a non-zero return code.
+The shell owns what is the same on every screen: navigation keys, the command palette, F1 help,
+the themes and the operator's keymap. The real work lives in the screens and in the broker they
+call. The app never lets Python logging reach the terminal (it would scribble over the screen) and
+never exits with a traceback: a runtime that cannot start becomes one clear message and a non-zero
+return code.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 
 from rich.text import Text
-from textual.app import App, ComposeResult, SystemCommand
-from textual.screen import Screen
+from textual.app import App, ComposeResult
+from textual.binding import Binding
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from svc_console.core.sanitize import inert, inert_line
 from svc_console.runtime import Runtime
 from svc_console.tui import bindings as registry
-from svc_console.tui import present
-from svc_console.tui.screens.approvals import ApprovalsScreen
-from svc_console.tui.themes import BUNDLED_THEMES, DEFAULT_THEME, FALLBACK_THEME, load_themes
+from svc_console.tui import navigation
+from svc_console.tui.commands import ConsoleCommands
+from svc_console.tui.help import HelpScreen
+from svc_console.tui.preferences import load_preferences, settings_path
+from svc_console.tui.themes import BUNDLED_THEMES, load_themes, pick_theme
 
 log = logging.getLogger(__name__)
 
 AfterStart = Callable[[Runtime], Awaitable[None]]
-# Which registry scope each screen's palette commands come from.
-_SCREEN_SCOPES: dict[type[Screen[object]], str] = {ApprovalsScreen: "approvals"}
 
 
 def _keep_logging_off_the_screen() -> None:
@@ -47,42 +49,70 @@ class ConsoleApp(App[None]):
     TITLE = "svc-console"
     CSS_PATH = "app.tcss"
     BINDINGS = registry.bindings("app")
+    COMMANDS = {ConsoleCommands}
 
     def __init__(
         self,
         runtime: Runtime,
         *,
         after_start: AfterStart | None = None,
-        theme: str = DEFAULT_THEME,
+        theme: str | None = None,
         themes_dir: Path | None = None,
+        settings_file: Path | None = None,
         cursor_blink: bool = True,
     ) -> None:
         """`after_start` runs in a worker once the runtime is up (the demo starts its simulated
-        agents there); `themes_dir` holds the operator's own themes (default
-        `$SVC_CONSOLE_HOME/themes`); `cursor_blink=False` keeps screenshots stable."""
+        agents there); `theme` overrides the settings file's; `themes_dir` holds the operator's own
+        themes (default `$SVC_CONSOLE_HOME/themes`); `settings_file` defaults to
+        `$SVC_CONSOLE_HOME/settings.toml`; `cursor_blink=False` keeps screenshots stable."""
         _keep_logging_off_the_screen()
         super().__init__()
         self.runtime = runtime
         self.after_start = after_start
         self.cursor_blink = cursor_blink
         self._started = False
+        home = runtime.paths.home
+        self._screen_problems = navigation.discover()
+        self._bind_screen_keys()
+        preferences = load_preferences(settings_file or settings_path(home))
+        # The operator's remapped keys by binding id; help and the palette show keys through it.
+        self.keymap: dict[str, str] = dict(preferences.keymap)
+        self._settings_problems = list(preferences.problems)
+        palette_keys = self.keymap.get("app.palette")
+        if palette_keys:
+            # The footer shows the palette's key by looking this up.
+            self.COMMAND_PALETTE_BINDING = palette_keys.split(",")[0]  # type: ignore[misc]
         self._theme_problems = self._load_themes(
-            theme, themes_dir if themes_dir is not None else runtime.paths.home / "themes"
+            theme or preferences.theme, themes_dir if themes_dir is not None else home / "themes"
         )
+
+    def _bind_screen_keys(self) -> None:
+        # Screens register themselves when `discover` imports them, after this class was made:
+        # their "go to" keys join the app's bindings here, one binding id per screen.
+        for command in registry.screen_commands():
+            for binding in Binding.make_bindings([command.binding()]):
+                self._bindings.key_to_bindings.setdefault(binding.key, []).append(binding)
 
     # -- themes ---------------------------------------------------------------------------------
 
-    def _load_themes(self, wanted: str, themes_dir: Path) -> list[str]:
+    def _load_themes(self, wanted: str | None, themes_dir: Path) -> list[str]:
         loaded = load_themes([BUNDLED_THEMES, themes_dir])
         for theme in loaded.themes.values():
             self.register_theme(theme)
         problems = list(loaded.problems)
-        if wanted in self.available_themes:
-            self.theme = wanted
-        else:
-            problems.append(f"theme {wanted!r} is not available")
-            self.theme = FALLBACK_THEME
+        self.theme, problem = pick_theme(wanted, self.available_themes)
+        if problem:
+            problems.append(problem)
         return problems
+
+    def use_theme(self, name: str) -> None:
+        """Switch theme (from the palette), saying how to keep it."""
+        self.theme = name
+        self.notify(
+            f'Theme {name}. To keep it, put theme = "{name}" in settings.toml.',
+            title="Theme",
+            markup=False,
+        )
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -91,8 +121,10 @@ class ConsoleApp(App[None]):
         yield Static("Starting svc-console…", id="starting")
 
     async def on_mount(self) -> None:
+        if self.keymap:
+            self.set_keymap(self.keymap)
         try:
-            broker = await self.runtime.start()
+            await self.runtime.start()
         except Exception as exc:
             # The runtime has already undone whatever it had started.
             log.error("the console could not start: %s", exc, exc_info=True)
@@ -102,9 +134,25 @@ class ConsoleApp(App[None]):
             )
             return
         self._started = True
-        await self.push_screen(
-            ApprovalsScreen(broker, socket_hint=present.socket_hint(self.runtime.paths))
-        )
+        screens = navigation.entries()
+        for entry in screens:
+            self.add_mode(entry.name, partial(entry.build, self.runtime))
+        if not screens:
+            self.exit(return_code=1, message=Text("svc-console has no screen to show", "bold red"))
+            return
+        home = navigation.HOME if navigation.HOME in self._modes else screens[0].name
+        await self.switch_mode(home)
+        self._report_problems()
+        if self.after_start is not None:
+            self.run_worker(
+                self.after_start(self.runtime),
+                name="after-start",
+                group="after-start",
+                exit_on_error=False,
+            )
+
+    def _report_problems(self) -> None:
+        """One notification per kind of problem found while starting, never one per line."""
         if self._theme_problems:
             self.notify(
                 "\n".join(self._theme_problems) + f"\nThe theme in use is {self.theme!r}.",
@@ -113,12 +161,21 @@ class ConsoleApp(App[None]):
                 timeout=10,
                 markup=False,
             )
-        if self.after_start is not None:
-            self.run_worker(
-                self.after_start(self.runtime),
-                name="after-start",
-                group="after-start",
-                exit_on_error=False,
+        if self._settings_problems:
+            self.notify(
+                "\n".join(self._settings_problems),
+                title="Settings not applied",
+                severity="warning",
+                timeout=10,
+                markup=False,
+            )
+        if self._screen_problems:
+            self.notify(
+                "\n".join(self._screen_problems) + "\nSee the log for details.",
+                title="Screen not loaded",
+                severity="error",
+                timeout=10,
+                markup=False,
             )
 
     async def on_unmount(self) -> None:
@@ -138,17 +195,16 @@ class ConsoleApp(App[None]):
                 markup=False,
             )
 
-    # -- command palette ------------------------------------------------------------------------
+    # -- what works everywhere ------------------------------------------------------------------
 
-    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        scope = _SCREEN_SCOPES.get(type(screen))
-        if scope is None:
+    async def action_show_screen(self, name: str) -> None:
+        if not self._started or name not in self._modes:
             return
-        for command in registry.commands(scope):
-            if command.palette:
-                yield SystemCommand(
-                    command.description,
-                    f"{command.help} · key {command.keys}",
-                    partial(screen.run_action, command.action),
-                )
+        await self.switch_mode(name)
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        entry = navigation.entry_for(self.screen)
+        title = entry.title if entry is not None else "svc-console"
+        self.push_screen(HelpScreen(title, entry.name if entry else None, self.keymap))

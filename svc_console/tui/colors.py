@@ -25,6 +25,10 @@ class Palette:
     def severity(self, severity: Severity) -> str:
         return {Severity.high: self.high, Severity.warn: self.warn}.get(severity, self.info)
 
+    def tone(self, name: str) -> str:
+        """The style of a tone named by `present` ("good", "warn", ...); plain when unknown."""
+        return getattr(self, name, "") if name in ("high", "warn", "info", "good", "label") else ""
+
 
 def palette(app: App[object]) -> Palette:
     colours = app.theme_variables

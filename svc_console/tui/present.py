@@ -7,10 +7,13 @@ the same way. Nothing here passes untrusted text through: callers sanitise what 
 from __future__ import annotations
 
 from collections import Counter
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
-from svc_console.core.models import Estimate, RiskFlag, Severity, SpendRequest
+from svc_console.core.models import Estimate, RiskFlag, Severity, SpendRequest, Verdict
 from svc_console.core.money import format_usdc
+from svc_console.core.states import State
 from svc_console.settings import Paths
 
 SEVERITY_ORDER = {Severity.high: 0, Severity.warn: 1, Severity.info: 2}
@@ -89,3 +92,123 @@ def socket_hint(paths: Paths) -> str:
         except ValueError:
             pass
     return str(socket)
+
+
+# -- history: how a request ended -----------------------------------------------------------------
+
+OUTCOME_LABELS = {
+    State.auto_approved: "auto-approved",
+    State.awaiting_funds: "needs funds",
+    State.unknown: "unknown (reconcile)",
+}
+# How each state reads at a glance: names of `colors.Palette` tones.
+OUTCOME_TONES = {
+    State.succeeded: "good",
+    State.failed: "high",
+    State.unknown: "high",
+    State.denied: "warn",
+    State.rejected: "warn",
+    State.awaiting_funds: "warn",
+    State.approved: "info",
+    State.auto_approved: "info",
+    State.executing: "info",
+    State.repriced: "warn",
+}
+
+
+def outcome_label(state: State) -> str:
+    return OUTCOME_LABELS.get(state, str(state).replace("_", " "))
+
+
+def outcome_tone(state: State) -> str:
+    return OUTCOME_TONES.get(state, "label")
+
+
+# -- the policy's verdict, whatever it carries ----------------------------------------------------
+
+# The verdict's fields read by name here (a policy engine may carry rule citations and budget
+# figures, or only rule names); any other field a newer engine adds is still shown, generically.
+_VERDICT_KNOWN = ("outcome", "summary", "rules", "citations", "budgets", "policy_sha256")
+_CAP_KEYS = ("max_usdc", "cap_usdc", "limit_usdc")
+
+
+def _plain(value: Any) -> Any:
+    """A model as JSON-like data; anything else unchanged."""
+    return value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+
+
+def describe(value: Any) -> str:
+    """One line for a value of unknown shape: a string as is, a record as `key value · ...`."""
+    data = _plain(value)
+    if isinstance(data, dict):
+        parts = [f"{key} {describe(item)}" for key, item in data.items() if item not in _EMPTY]
+        return " · ".join(parts)
+    if isinstance(data, list):
+        return ", ".join(describe(item) for item in data)
+    return "-" if data in _EMPTY else str(data)
+
+
+_EMPTY: tuple[Any, ...] = (None, "", [], {})
+
+
+def _where(data: dict[str, Any]) -> str:
+    line, file = data.get("line"), data.get("file")
+    if file and line:
+        return f" ({Path(str(file)).name}:{line})"
+    return f" (line {line})" if line else ""
+
+
+def rule_lines(verdict: Verdict) -> list[str]:
+    """The rules that decided or warned, one line each: effect, rule, reason and where it is
+    written when the verdict cites them; else the rules' names."""
+    citations = getattr(verdict, "citations", None) or []
+    if not citations:
+        return [describe(rule) for rule in verdict.rules]
+    lines = []
+    for citation in citations:
+        data = _plain(citation)
+        if not isinstance(data, dict) or "rule" not in data:
+            lines.append(describe(data))
+            continue
+        effect = f"{data['effect']}: " if data.get("effect") else ""
+        reason = f" · {data['reason']}" if data.get("reason") else ""
+        lines.append(f"{effect}{data['rule']}{reason}{_where(data)}")
+    return lines
+
+
+def budget_lines(verdict: Verdict) -> list[tuple[str, str]]:
+    """(line, tone) per budget: its spend before and after this request against its cap, in the
+    warn tone past the warn level and the high tone past the cap."""
+    lines = []
+    for budget in getattr(verdict, "budgets", None) or []:
+        data = _plain(budget)
+        if not isinstance(data, dict) or "before_usdc" not in data:
+            lines.append((describe(data), "plain"))
+            continue
+        cap = next((data[key] for key in _CAP_KEYS if data.get(key) is not None), None)
+        warn, after = data.get("warn_usdc"), data.get("after_usdc")
+        line = f"{data.get('budget', 'budget')}: {data['before_usdc']} → {after}"
+        line += f" of {cap} USDC" if cap is not None else " USDC"
+        if warn is not None:
+            line += f" (warns at {warn})"
+        tone = "plain"
+        if cap is not None and after is not None and Decimal(str(after)) > Decimal(str(cap)):
+            tone = "high"
+        elif warn is not None and after is not None and Decimal(str(after)) > Decimal(str(warn)):
+            tone = "warn"
+        lines.append((line + _where(data), tone))
+    return lines
+
+
+def other_verdict_fields(verdict: Verdict) -> list[tuple[str, str]]:
+    """(name, one line) for the verdict's other fields; a policy's hash shortened."""
+    data = verdict.model_dump(mode="json")
+    rows = []
+    if data.get("policy_sha256"):
+        rows.append(("policy", f"sha256 {str(data['policy_sha256'])[:12]}…"))
+    rows += [
+        (name.replace("_", " "), describe(value))
+        for name, value in data.items()
+        if name not in _VERDICT_KNOWN and value not in _EMPTY
+    ]
+    return rows

@@ -1,8 +1,10 @@
 """Themes are data: TOML files whose keys mirror `textual.theme.Theme`, validated on load.
 
-The repo's `themes/` folder ships `console-dark` (the default) and `console-light`; an operator can
-add or override themes in `$SVC_CONSOLE_HOME/themes`. A broken file is reported, never fatal: it is
-skipped with a one-line reason and the app falls back to a built-in theme.
+The repo's `themes/` folder ships `console-dark` (the default), `console-light` and
+`console-high-contrast`; an operator can add or override themes in `$SVC_CONSOLE_HOME/themes`. A
+broken file is reported, never fatal: it is skipped with a one-line reason, a bundled theme of the
+same name stays in force, and a theme asked for that did not load falls back to the default (or to
+Textual's own when even that is missing).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import re
 import sys
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,3 +115,12 @@ def load_themes(folders: Iterable[Path | None]) -> LoadedThemes:
                 continue
             loaded.themes[theme.name] = theme
     return loaded
+
+
+def pick_theme(wanted: str | None, available: Collection[str]) -> tuple[str, str | None]:
+    """The theme to use and, when it is not the one asked for, a line saying why."""
+    wanted = wanted or DEFAULT_THEME
+    if wanted in available:
+        return wanted, None
+    fallback = DEFAULT_THEME if DEFAULT_THEME in available else FALLBACK_THEME
+    return fallback, f"theme {wanted!r} is not available: no theme file loaded with that name"

@@ -1,9 +1,11 @@
-"""The approvals screen, home of the TUI: the queue of pending spend requests, the detail of the
-selected one, and the operator's two decisions (approve, deny).
+"""The approvals screen, home of the TUI: the requests waiting for the operator and the history of
+decided ones, the detail of the selected request, and the operator's two decisions.
 
-It owns the queue's state. The broker's listener only posts `RequestChanged`; the handler applies it
-to the table by row key. Decisions go through the broker's public API, whose errors (the request
-expired a moment ago, a confirmation is missing) become notifications, never tracebacks.
+It owns the lists' state (which tab, sort, filter, page) and asks the ledger for the one page on
+screen, so ten thousand pending requests cost what fifty do. The broker's listener only posts
+`RequestChanged`; the handler notes what happened and schedules one reload of the page for a burst
+of changes. Decisions go through the broker's public API, whose errors (the request expired a
+moment ago, a confirmation is missing) become notifications, never tracebacks.
 """
 
 from __future__ import annotations
@@ -11,14 +13,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
+from typing import Any
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import ContentSwitcher, DataTable, Footer, Header, Input, Static
 
 from svc_console.broker import Broker, BrokerError
 from svc_console.broker.params import ApproveParams, DenyParams
@@ -26,12 +30,28 @@ from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
 from svc_console.core.states import State
+from svc_console.runtime import Runtime
+from svc_console.tui import present
 from svc_console.tui.bindings import bindings
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.messages import RequestChanged
 from svc_console.tui.modals import ConfirmAmountModal, DenyReasonModal
+from svc_console.tui.navigation import register_screen
+from svc_console.tui.request_lists import (
+    HISTORY_LIST,
+    PAGE_SIZE,
+    PENDING,
+    Filter,
+    ListState,
+    parse_filter,
+    with_token,
+)
 from svc_console.tui.widgets.banner import SandboxBanner
 from svc_console.tui.widgets.detail import RequestDetail
+from svc_console.tui.widgets.filter_bar import FilterBar
+from svc_console.tui.widgets.history import HistoryTable
+from svc_console.tui.widgets.list_status import ListStatus
+from svc_console.tui.widgets.paged_table import PagedTable
 from svc_console.tui.widgets.queue import RequestQueue, endpoint_name
 
 log = logging.getLogger(__name__)
@@ -45,23 +65,46 @@ _OUTCOME_SEVERITY: dict[State, SeverityLevel] = {
     State.unknown: "error",
     State.repriced: "warning",
 }
+# A column header clicked → the sort it stands for.
+_HEADER_SORTS = {
+    "agent": "agent",
+    "usdc": "amount",
+    "age": "age",
+    "expires": "expires",
+    "decided": "decided",
+    "approved": "amount",
+    "charged": "amount",
+}
+# How many arrivals a notification names before it just counts them.
+_NAMED_ARRIVALS = 3
 
 
+@register_screen("approvals", title="Approvals", key="1", order=1)
 class ApprovalsScreen(Screen[None]):
-    """Pending requests and their detail; `a` approves, `d` denies."""
+    """Pending requests and their detail; `a` approves, `d` denies; `h` shows the history."""
 
     BINDINGS = bindings("approvals")
     SUB_TITLE = "approvals"
     # Side by side when there is room for both; stacked on an 80-column terminal.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
 
-    def __init__(self, broker: Broker, *, socket_hint: str) -> None:
+    def __init__(self, runtime: Runtime) -> None:
         super().__init__(id="approvals")
-        self.broker = broker
-        self.socket_hint = socket_hint
+        assert runtime.broker is not None, "the approvals screen needs a started runtime"
+        self.runtime = runtime
+        self.broker: Broker = runtime.broker
+        self.socket_hint = present.socket_hint(runtime.paths)
+        self.lists = {PENDING.name: ListState(PENDING), HISTORY_LIST.name: ListState(HISTORY_LIST)}
+        self.active = PENDING.name
+        self.filter = Filter()
         self._unsubscribe: Callable[[], None] | None = None
         # Requests approved from this screen: their outcome is reported when it arrives.
         self._approved_here: set[str] = set()
+        # Pending requests this screen has announced, so a re-queued one is announced again.
+        self._announced: set[str] = set()
+        self._arrivals: list[SpendRequest] = []
+        self._departures: list[SpendRequest] = []
+        self._reload_scheduled = False
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -69,15 +112,20 @@ class ApprovalsScreen(Screen[None]):
         if self.broker.market.sandbox:
             yield SandboxBanner(self.broker.market.base_url, id="sandbox-banner")
         yield Header(show_clock=False, icon="$")
+        yield ListStatus(id="list-status")
+        yield FilterBar(id="filter")
         with Horizontal(id="approvals-body"):
-            yield RequestQueue(id="queue")
+            with ContentSwitcher(initial=PENDING.name, id="lists"):
+                yield RequestQueue(id=PENDING.name)
+                yield HistoryTable(id=HISTORY_LIST.name)
             yield RequestDetail(id="detail")
-        yield Static(
-            Text(f"No requests waiting.\nAgents submit to {self.socket_hint}", justify="center"),
-            id="empty",
-            markup=False,
-        )
+        yield Static("", id="empty", markup=False)
         yield Footer()
+
+    @property
+    def table(self) -> PagedTable:
+        """The table of the list on screen."""
+        return self.query_one(f"#{self.active}", PagedTable)
 
     @property
     def queue(self) -> RequestQueue:
@@ -90,16 +138,76 @@ class ApprovalsScreen(Screen[None]):
     def on_mount(self) -> None:
         # Subscribe before the first read, so nothing that changes in between is missed.
         self._unsubscribe = self.broker.subscribe(self._broker_changed)
-        self.queue.replace_all(self.broker.pending(), self.broker.clock(), self.colours)
-        self._sync()
+        self.reload()
         self.set_interval(TICK_S, self._tick, name="approvals-clock")
         self.app.theme_changed_signal.subscribe(self, self._restyle)
-        self.queue.focus()
+        # Snapshot tests turn blinking off app-wide so screenshots do not depend on timing.
+        self.query_one(FilterBar).cursor_blink = getattr(self.app, "cursor_blink", True)
+        self.table.focus()
 
     def on_unmount(self) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+
+    # -- the page on screen ---------------------------------------------------------------------
+
+    def reload(self, *, cursor: int | None = None) -> None:
+        """Ask the ledger for the page on screen and the counts, and show them."""
+        ledger = self.broker.ledger
+        totals: dict[str, int] = {}
+        for name, state in self.lists.items():
+            totals[name] = ledger.count_in_states(state.kind.states)
+            filtered = ledger.count(state.query(self.filter)) if self.filter.active else None
+            state.settle(totals[name] if filtered is None else filtered)
+        state = self.lists[self.active]
+        page = ledger.window(state.query(self.filter), offset=state.offset, limit=PAGE_SIZE)
+        now, colours = self.broker.clock(), self.colours
+        self.table.show(page, now, colours, cursor=cursor)
+        status = self.query_one(ListStatus)
+        status.show(self.lists, totals, self.active, self.filter, len(page), colours)
+        self._show_empty(not page)
+        self._show_selected()
+
+    def _show_empty(self, empty: bool) -> None:
+        if empty:
+            if self.filter.active:
+                text = "No request matches the filter.\nPress escape to clear it."
+            elif self.active == PENDING.name:
+                text = f"No requests waiting.\nAgents submit to {self.socket_hint}"
+            else:
+                text = "No decided requests yet."
+            self.query_one("#empty", Static).update(Text(text, justify="center"))
+        self.set_class(empty, "-empty")
+
+    def _show_selected(self) -> None:
+        request = self.table.selected
+        confirm = None
+        if request is not None and request.state == State.pending:
+            confirm = self.broker.confirmation_needed(request)
+        self.query_one(RequestDetail).show(request, self.colours, confirm, self.broker.clock())
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self._show_selected()
+
+    def on_paged_table_edge(self, event: PagedTable.Edge) -> None:
+        event.stop()
+        if self.lists[self.active].turn(event.direction):
+            self.reload(cursor=0 if event.direction > 0 else -1)
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        key = _HEADER_SORTS.get(str(event.column_key.value))
+        if key is not None:
+            self.action_sort(key)
+
+    def _tick(self) -> None:
+        self.table.tick(self.broker.clock(), self.colours)
+
+    def _restyle(self, _theme: Theme) -> None:
+        # Cell styles are resolved from the theme when drawn into Text: redraw the page.
+        self.reload()
 
     # -- live updates ---------------------------------------------------------------------------
 
@@ -109,20 +217,34 @@ class ApprovalsScreen(Screen[None]):
 
     def on_request_changed(self, message: RequestChanged) -> None:
         request = message.request
-        now, colours = self.broker.clock(), self.colours
         if request.state == State.pending:
-            if self.queue.upsert(request, now, colours):
-                self.app.bell()
-                self.notify(f"New request from {inert_line(request.agent, 40)}", markup=False)
-        elif self.queue.drop(request.id) and request.state in (State.expired, State.cancelled):
-            how = "expired" if request.state == State.expired else "was cancelled by the agent"
-            self.notify(
-                f"{request.id} from {inert_line(request.agent, 40)} {how}",
-                severity="warning",
-                markup=False,
+            if request.id not in self._announced:
+                self._announced.add(request.id)
+                self._arrivals.append(request)
+        else:
+            was_pending = request.id in self._announced or request.id in self.queue.requests
+            self._announced.discard(request.id)
+            gone = request.state == State.expired or (
+                request.state == State.cancelled and was_pending
             )
+            if gone:
+                self._departures.append(request)
         self._report_outcome(request)
-        self._sync()
+        if not self._reload_scheduled:
+            # One reload for a burst of changes: the callback runs after the queued messages.
+            self._reload_scheduled = True
+            self.call_later(self._flush)
+
+    def _flush(self) -> None:
+        self._reload_scheduled = False
+        self.reload()
+        arrivals, self._arrivals = self._arrivals, []
+        departures, self._departures = self._departures, []
+        if arrivals:
+            self.app.bell()
+            self.notify(_arrivals_text(arrivals), markup=False)
+        if departures:
+            self.notify(_departures_text(departures), severity="warning", markup=False)
 
     def _report_outcome(self, request: SpendRequest) -> None:
         severity = _OUTCOME_SEVERITY.get(request.state)
@@ -137,41 +259,97 @@ class ApprovalsScreen(Screen[None]):
             text = f"{request.id} waits for funds: {inert_line(request.funding_url or '-', 120)}"
         else:
             text = f"{request.id} {request.state}: {inert_line(request.reason or '-', 160)}"
-        if request.state != State.awaiting_funds and request.state != State.repriced:
+        if request.state not in (State.awaiting_funds, State.repriced):
             self._approved_here.discard(request.id)
         self.notify(text, severity=severity, markup=False)
 
-    def _tick(self) -> None:
-        self.queue.tick(self.broker.clock(), self.colours)
+    # -- which actions make sense now -----------------------------------------------------------
 
-    def _restyle(self, _theme: Theme) -> None:
-        # Cell styles are resolved from the theme when drawn into Text: redraw them all.
-        self.queue.replace_all(
-            list(self.queue.requests.values()), self.broker.clock(), self.colours
-        )
-        self._sync()
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("approve", "deny"):
+            return self.active == PENDING.name
+        if action == "show_tab":
+            return parameters[0] != self.active
+        if action == "sort":
+            return self.lists[self.active].kind.sort(str(parameters[0])) is not None
+        if action == "clear_filter":
+            bars = self.query(FilterBar)
+            return self.filter.active or any(bar.has_focus for bar in bars)
+        return True
 
-    def _sync(self) -> None:
-        """Show the empty state or the queue, and the detail of whatever is selected."""
-        self.set_class(self.queue.row_count == 0, "-empty")
-        self._show_selected()
+    def _changed_state(self) -> None:
+        self.refresh_bindings()
 
-    def _show_selected(self) -> None:
-        request = self.queue.selected
-        confirm = self.broker.confirmation_needed(request) if request else None
-        self.query_one(RequestDetail).show(request, self.colours, confirm)
+    # -- lists, sorting, filtering, paging ------------------------------------------------------
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def action_show_tab(self, name: str) -> None:
+        if name not in self.lists or name == self.active:
+            return
+        self.active = name
+        self.query_one(ContentSwitcher).current = name
+        self.reload()
+        self.table.focus()
+        self._changed_state()
+
+    def action_next_sort(self) -> None:
+        self.lists[self.active].next_sort()
+        self.reload(cursor=0)
+
+    def action_reverse_sort(self) -> None:
+        self.lists[self.active].reverse()
+        self.reload(cursor=0)
+
+    def action_sort(self, key: str) -> None:
+        if self.lists[self.active].sort_by(key):
+            self.reload(cursor=0)
+
+    def action_page(self, delta: int) -> None:
+        if self.lists[self.active].turn(delta):
+            self.reload(cursor=0)
+
+    def action_focus_filter(self) -> None:
+        bar = self.query_one(FilterBar)
+        self.add_class("-filtering")
+        bar.focus()
+        self._changed_state()
+
+    def action_clear_filter(self) -> None:
+        bar = self.query_one(FilterBar)
+        self.remove_class("-filtering")
+        if bar.value:
+            bar.value = ""  # Input.Changed applies the empty filter
+        self.table.focus()
+        self._changed_state()
+
+    def action_filter_token(self, token: str) -> None:
+        bar = self.query_one(FilterBar)
+        self.add_class("-filtering")
+        bar.value = with_token(bar.value, token)
+        self.table.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
         event.stop()
-        self._show_selected()
+        self.filter = parse_filter(event.value)
+        for state in self.lists.values():
+            state.page = 0
+        self.set_class(bool(event.value) or event.input.has_focus, "-filtering")
+        self.reload(cursor=0)
+        self._changed_state()
 
-    # -- the operator's actions -----------------------------------------------------------------
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.set_class(bool(event.value), "-filtering")
+        self.table.focus()
 
     def action_cursor_down(self) -> None:
-        self.queue.action_cursor_down()
+        self.table.action_cursor_down()
 
     def action_cursor_up(self) -> None:
-        self.queue.action_cursor_up()
+        self.table.action_cursor_up()
+
+    # -- the operator's decisions ---------------------------------------------------------------
 
     def _selected_or_say_so(self) -> SpendRequest | None:
         request = self.queue.selected
@@ -228,7 +406,7 @@ class ApprovalsScreen(Screen[None]):
         if await self._decide("deny", decide):
             self.notify(f"Denied {request.id}", markup=False)
 
-    async def _decide(self, verb: str, decide: Callable[[], Awaitable[SpendRequest]]) -> bool:
+    async def _decide(self, verb: str, decide: Callable[[], Awaitable[Any]]) -> bool:
         """Run one broker decision; any failure becomes one notification."""
         try:
             await decide()
@@ -244,4 +422,31 @@ class ApprovalsScreen(Screen[None]):
                 severity="error",
             )
             return False
+        finally:
+            # The broker's listener reloads soon; reload now so the row goes at once.
+            self.reload()
         return True
+
+
+def _arrivals_text(arrivals: list[SpendRequest]) -> str:
+    if len(arrivals) == 1:
+        request = arrivals[0]
+        return (
+            f"New request from {inert_line(request.agent, 40)}: {endpoint_name(request, 40)}"
+            f" · {present.price(request.estimate)} USDC"
+        )
+    agents = sorted({inert_line(request.agent, 24) for request in arrivals})
+    named = ", ".join(agents[:_NAMED_ARRIVALS]) + (" …" if len(agents) > _NAMED_ARRIVALS else "")
+    return f"{len(arrivals)} new requests from {named}"
+
+
+def _departures_text(departures: list[SpendRequest]) -> str:
+    if len(departures) == 1:
+        request = departures[0]
+        how = "expired" if request.state == State.expired else "was cancelled by the agent"
+        return f"{request.id} from {inert_line(request.agent, 40)} {how}"
+    expired = sum(1 for request in departures if request.state == State.expired)
+    cancelled = len(departures) - expired
+    parts = [f"{expired} expired"] if expired else []
+    parts += [f"{cancelled} cancelled by their agents"] if cancelled else []
+    return f"{len(departures)} requests left the queue: {', '.join(parts)}"

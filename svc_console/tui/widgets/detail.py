@@ -35,7 +35,12 @@ def inputs_json(inputs: dict[str, object]) -> str:
     return inert(text, MAX_INPUTS_CHARS)
 
 
-def render(request: SpendRequest, colours: Palette, confirm: Decimal | None = None) -> Group:
+def render(
+    request: SpendRequest,
+    colours: Palette,
+    confirm: Decimal | None = None,
+    now: float | None = None,
+) -> Group:
     """The whole detail as one renderable: headed sections, each a grid of label and value so a
     long value wraps under itself rather than under its label."""
     parts: list[RenderableType] = []
@@ -80,6 +85,29 @@ def render(request: SpendRequest, colours: Palette, confirm: Decimal | None = No
     heading("Purpose")
     block(Text(inert(request.purpose, MAX_PURPOSE_CHARS)))
 
+    decision = request.decision
+    if decision is not None:
+        heading("Decision")
+        verb = "approved" if decision.approved else "denied"
+        when = f" {present.duration(now - decision.at)} ago" if now is not None else ""
+        field(verb, Text.assemble((inert_line(decision.by, 60), "bold"), when))
+        if decision.ceiling_usdc is not None:
+            field("ceiling", f"{format_usdc(decision.ceiling_usdc)} USDC")
+        if decision.note:
+            field("note", inert_line(decision.note, 300))
+    outcome = request.outcome
+    if outcome is not None or decision is not None:
+        heading("Outcome")
+        state = Text(
+            present.outcome_label(request.state), colours.tone(present.outcome_tone(request.state))
+        )
+        field("state", state)
+        if outcome is not None:
+            field("charged", f"{format_usdc(outcome.charged_usdc)} USDC")
+            field("chain", inert_line(outcome.chain, 20))
+            field("receipt", inert_line(outcome.receipt.transaction, 80))
+            field("response", f"{outcome.status} · {inert_line(outcome.content_type, 60)}")
+
     heading("Price")
     estimate = request.estimate
     if estimate is None:
@@ -103,10 +131,18 @@ def render(request: SpendRequest, colours: Palette, confirm: Decimal | None = No
     if request.verdict is None:
         field("verdict", "none yet")
     else:
+        verdict = request.verdict
         field("verdict", present.verdict(request, long=True))
-        field("summary", inert_line(request.verdict.summary, 200))
-        for rule in request.verdict.rules:
-            field("rule", inert_line(rule, 120))
+        field("summary", inert_line(verdict.summary, 200))
+        for rule in present.rule_lines(verdict):
+            field("rule", inert_line(rule, 200))
+        for name, value in present.other_verdict_fields(verdict):
+            field(inert_line(name, 12), inert_line(value, 200))
+        budgets = present.budget_lines(verdict)
+        if budgets:
+            heading("Budget impact")
+            for line, tone in budgets:
+                block(Text(inert_line(line, 200), style=colours.tone(tone)))
 
     heading("Risks")
     if not request.risk:
@@ -170,7 +206,13 @@ class RequestDetail(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(id="detail-body", markup=False)
 
-    def show(self, request: SpendRequest | None, colours: Palette, confirm: Decimal | None) -> None:
+    def show(
+        self,
+        request: SpendRequest | None,
+        colours: Palette,
+        confirm: Decimal | None,
+        now: float | None = None,
+    ) -> None:
         body = self.query_one("#detail-body", Static)
         new_id = request.id if request else None
         if new_id != self.shown_id:
@@ -180,4 +222,4 @@ class RequestDetail(VerticalScroll):
         if request is None:
             body.update(Text("Select a request to see its detail.", style=colours.label))
         else:
-            body.update(render(request, colours, confirm))
+            body.update(render(request, colours, confirm, now))

@@ -1,0 +1,114 @@
+"""A table that shows one page of requests: the rows the ledger returned for the window on
+screen, never the whole list. Moving past its first or last row asks the screen for the
+neighbouring page (`PagedTable.Edge`), so the operator scrolls through ten thousand requests with
+the same keys as through ten.
+
+Every cell is a `rich.text.Text` built from sanitised values: a DataTable would otherwise read a
+plain string as markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.text import Text
+from textual.message import Message
+from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
+
+from svc_console.core.models import SpendRequest
+from svc_console.tui.colors import Palette
+
+
+class PagedTable(DataTable[Text]):
+    """One page of requests keyed by request id; subclasses say which columns and cells."""
+
+    COLUMNS: tuple[tuple[str, str], ...] = ()
+    # Columns whose cells change with the clock alone (ages, time left), refreshed by `tick`.
+    CLOCK_COLUMNS: tuple[str, ...] = ()
+
+    class Edge(Message):
+        """The cursor tried to leave the page: `direction` is 1 (past the last row) or -1."""
+
+        def __init__(self, table: PagedTable, direction: int) -> None:
+            super().__init__()
+            self.table = table
+            self.direction = direction
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.requests: dict[str, SpendRequest] = {}
+
+    def on_mount(self) -> None:
+        for key, label in self.COLUMNS:
+            self.add_column(label, key=key)
+
+    def cells(self, request: SpendRequest, now: float, colours: Palette) -> list[Text]:
+        raise NotImplementedError
+
+    def clock_cells(self, request: SpendRequest, now: float, colours: Palette) -> list[Text]:
+        """The cells of `CLOCK_COLUMNS`, in that order."""
+        return []
+
+    # -- what is shown --------------------------------------------------------------------------
+
+    @property
+    def selected_id(self) -> str | None:
+        if self.row_count == 0:
+            return None
+        row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        return row_key.value
+
+    @property
+    def selected(self) -> SpendRequest | None:
+        request_id = self.selected_id
+        return self.requests.get(request_id) if request_id else None
+
+    def show(
+        self,
+        requests: Iterable[SpendRequest],
+        now: float,
+        colours: Palette,
+        *,
+        cursor: int | None = None,
+    ) -> None:
+        """Show exactly this page. The cursor stays on the same request when it is still here,
+        else at the same row; `cursor` puts it on a given row (0, or -1 for the last)."""
+        keep, index = self.selected_id, self.cursor_row
+        self.requests = {request.id: request for request in requests}
+        with self.app.batch_update():
+            self.clear()
+            for request in self.requests.values():
+                self.add_row(*self.cells(request, now, colours), key=request.id)
+            if not self.row_count:
+                return
+            if cursor is not None:
+                row = cursor if cursor >= 0 else self.row_count + cursor
+            elif keep in self.requests:
+                row = self.get_row_index(RowKey(keep))
+            else:
+                row = index
+            self.move_cursor(row=max(0, min(row, self.row_count - 1)))
+
+    def tick(self, now: float, colours: Palette) -> None:
+        """Refresh the cells that depend on the clock."""
+        for request in self.requests.values():
+            for key, cell in zip(
+                self.CLOCK_COLUMNS, self.clock_cells(request, now, colours), strict=True
+            ):
+                # Widths may grow ("59s" → "1m 00s"); a cell is never cut to its old width.
+                self.update_cell(request.id, key, cell, update_width=True)
+
+    # -- leaving the page -----------------------------------------------------------------------
+
+    def action_cursor_down(self) -> None:
+        if self.row_count and self.cursor_row >= self.row_count - 1:
+            self.post_message(self.Edge(self, 1))
+            return
+        super().action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        if self.row_count and self.cursor_row <= 0:
+            self.post_message(self.Edge(self, -1))
+            return
+        super().action_cursor_up()

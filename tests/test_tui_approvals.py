@@ -3,8 +3,6 @@ ledger. Agents submit with `AsyncAgent`; the operator is a Textual pilot pressin
 
 from __future__ import annotations
 
-import html
-import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,21 +12,39 @@ from typing import Any
 
 import pytest
 from helpers import FakeClock
+from pydantic import ConfigDict
+from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
+from tui_support import (
+    build_console,
+    queue,
+    rows,
+    screen_text,
+    seed_pending,
+    started,
+    type_text,
+    until,
+)
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import DenyParams
+from svc_console.core.models import SpendRequest, Verdict
 from svc_console.core.states import State
 from svc_console.ledger import Ledger
+from svc_console.ledger.request_windows import RequestQuery
 from svc_console.runtime import Runtime
+from svc_console.settings import Paths
+from svc_console.tui import present
 from svc_console.tui.app import ConsoleApp
+from svc_console.tui.colors import Palette
 from svc_console.tui.modals import ConfirmAmountModal, DenyReasonModal
+from svc_console.tui.request_lists import PAGE_SIZE, parse_filter, with_token
 from svc_console.tui.screens.approvals import ApprovalsScreen
 from svc_console.tui.themes import BUNDLED_THEMES, ThemeError, load_theme, load_themes
-from svc_console.tui.widgets.queue import RequestQueue
+from svc_console.tui.widgets.detail import render
+from svc_console.tui.widgets.history import HistoryTable
 
-PINNED_SANDBOX = "http://127.0.0.1:8402"
 SECRET = "sk_live_0123456789abcdefXYZ"
 SEARCH = {
     "endpoint_id": "ep_websearch_basic",
@@ -43,76 +59,40 @@ SCRAPE = {
 HOSTILE = "\x1b[31mRED\x1b]52;c;SGVsbG8=\x07 [@click=app.quit]x[/] \u202eevil"
 
 
-# -- helpers ------------------------------------------------------------------------------------
-
-
-def screen_text(app: ConsoleApp) -> str:
-    """What the terminal shows, as plain text (from the SVG screenshot, by column)."""
-    svg = app.export_screenshot()
-    lines: dict[int, dict[int, str]] = {}
-    spans = r'<text [^>]*x="([\d.]+)"[^>]*clip-path="url\(#[\w-]+-line-(\d+)\)"[^>]*>(.*?)</text>'
-    for x, line, text in re.findall(spans, svg):
-        lines.setdefault(int(line), {})[round(float(x) / 12.2)] = html.unescape(text)
-    rows = []
-    for number in sorted(lines):
-        row = ""
-        for column, text in sorted(lines[number].items()):
-            row = row.ljust(column) + text.replace("\xa0", " ")
-        rows.append(row.rstrip())
-    return "\n".join(rows)
-
-
-async def until(pilot: Pilot[Any], predicate: Callable[[], Any], timeout: float = 10.0) -> None:
-    """Poll while the app keeps running: the broker works in background tasks and `pause()`
-    alone never waits for them."""
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("condition not reached in time")
-
-
-def queue(app: ConsoleApp) -> RequestQueue:
-    return app.screen.query_one(RequestQueue)
-
-
-async def started(pilot: Pilot[Any]) -> None:
-    await until(pilot, lambda: isinstance(pilot.app.screen, ApprovalsScreen))
-
-
-async def rows(pilot: Pilot[Any], count: int) -> None:
-    await until(
-        pilot,
-        lambda: (
-            isinstance(pilot.app.screen, ApprovalsScreen) and queue(pilot.app).row_count == count
-        ),
-    )
-
-
-async def type_text(pilot: Pilot[Any], text: str) -> None:
-    await pilot.press(*("space" if char == " " else char for char in text))
-
-
-def pin_sandbox_address(runtime: Runtime) -> None:
-    """The sandbox listens on a random port; show a fixed address so screenshots are stable."""
-    start = runtime.start
-
-    async def start_pinned() -> Any:
-        broker = await start()
-        broker.market.base_url = PINNED_SANDBOX
-        return broker
-
-    runtime.start = start_pinned  # type: ignore[method-assign]
-
-
 @pytest.fixture
 def console(make_runtime: Callable[..., Runtime], clock: FakeClock) -> Callable[..., ConsoleApp]:
-    def build(**config: Any) -> ConsoleApp:
-        runtime = make_runtime(clock=clock, ids=True, **config)
-        pin_sandbox_address(runtime)
-        return ConsoleApp(runtime, cursor_blink=False)
+    return lambda **options: build_console(make_runtime, clock, **options)
 
-    return build
+
+def record_notifications(app: ConsoleApp) -> list[str]:
+    """Every notification's text, in order, as the app is asked to show it."""
+    seen: list[str] = []
+    notify = app.notify
+
+    def recording(message: str, **options: Any) -> None:
+        seen.append(str(message))
+        notify(message, **options)
+
+    app.notify = recording  # type: ignore[method-assign]
+    return seen
+
+
+def history(app: ConsoleApp) -> HistoryTable:
+    return app.screen.query_one(HistoryTable)
+
+
+def shown_ids(app: ConsoleApp) -> list[str]:
+    return list(queue(app).requests)
+
+
+async def two_requests(pilot: Pilot[Any], app: ConsoleApp) -> tuple[str, str]:
+    async with AsyncAgent("research-bot", app.runtime.paths.socket) as agent:
+        # One after the other, so the rows' order never depends on the sandbox's timing.
+        first = (await agent.submit(**SEARCH))["request_id"]
+        await rows(pilot, 1)
+        second = (await agent.submit(**SCRAPE))["request_id"]
+        await rows(pilot, 2)
+    return first, second
 
 
 # -- snapshots ----------------------------------------------------------------------------------
@@ -124,15 +104,24 @@ def test_snapshot_two_pending_requests(snap_compare: Any, console: Callable[...,
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await started(pilot)
-        async with AsyncAgent("research-bot", app.runtime.paths.socket) as agent:
-            # One after the other, so the rows' order never depends on the sandbox's timing.
-            await agent.submit(**SEARCH)
-            await rows(pilot, 1)
-            await agent.submit(**SCRAPE)
-            await rows(pilot, 2)
+        await two_requests(pilot, app)
         app.clear_notifications()
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+def test_snapshot_two_pending_requests_narrow(
+    snap_compare: Any, console: Callable[..., ConsoleApp]
+):
+    """The same queue at 80x24: the list above, the detail below, the footer's keys fit."""
+    app = console()
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await started(pilot)
+        await two_requests(pilot, app)
+        app.clear_notifications()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
 
 
 def test_snapshot_empty_queue_narrow(snap_compare: Any, console: Callable[..., ConsoleApp]):
@@ -141,6 +130,73 @@ def test_snapshot_empty_queue_narrow(snap_compare: Any, console: Callable[..., C
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await started(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_snapshot_history(snap_compare: Any, console: Callable[..., ConsoleApp]):
+    """One request approved and charged, one denied: the history tab with outcome and charge."""
+    app = console()
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await started(pilot)
+        first, second = await two_requests(pilot, app)
+        broker = app.runtime.broker
+        await pilot.press("a")
+        await until(pilot, lambda: broker.get(first).state == State.succeeded)
+        await broker.deny(DenyParams(request_id=second, reason="not this week"))
+        await rows(pilot, 0)
+        await pilot.press("h")
+        await until(pilot, lambda: history(app).row_count == 2)
+        app.clear_notifications()
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+def test_snapshot_refusal_notification(snap_compare: Any, console: Callable[..., ConsoleApp]):
+    """The error state: an approval the broker refuses is one notification, the screen stays."""
+    app = console()
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await started(pilot)
+        first, _ = await two_requests(pilot, app)
+        app.clear_notifications()
+        runtime = app.runtime
+        runtime.ledger.transition(first, State.expired, at=runtime.broker.clock())
+        await pilot.press("a")
+        await until(pilot, lambda: "Could not approve" in screen_text(app))
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+def test_snapshot_filtered_and_sorted_narrow(
+    snap_compare: Any, console: Callable[..., ConsoleApp], paths: Paths, clock: FakeClock
+):
+    """120 requests waiting, filtered to the high-risk ones, largest first, at 80x24."""
+    seed_pending(paths, 120, clock())
+    app = console()
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await started(pilot)
+        await pilot.press("slash")
+        await type_text(pilot, "risk:high")
+        await pilot.press("enter", "s")
+        await until(pilot, lambda: "largest first" in screen_text(app))
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_snapshot_no_match(snap_compare: Any, console: Callable[..., ConsoleApp]):
+    """A filter nothing matches says so and how to clear it."""
+    app = console()
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await started(pilot)
+        await two_requests(pilot, app)
+        app.clear_notifications()
+        await pilot.press("slash")
+        await type_text(pilot, "nobody")
+        await until(pilot, lambda: "No request matches" in screen_text(app))
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
 
@@ -160,8 +216,8 @@ async def test_request_appears_unprompted_and_approval_executes(
         async with AsyncAgent("research-bot", runtime.paths.socket) as agent:
             ticket = await agent.submit(**SEARCH)
             await rows(pilot, 1)
-            assert rang, "a new request rings the bell"
             await until(pilot, lambda: "New request from research-bot" in screen_text(app))
+            assert rang, "a new request rings the bell"
             text = screen_text(app)
             assert "SANDBOX · no real money moves" in text
             assert SECRET not in text and "[masked api_key]" in text
@@ -182,6 +238,27 @@ async def test_request_appears_unprompted_and_approval_executes(
             [ticket["request_id"]],
         ).fetchone()
         assert execution[0] == decision[0] and decision[1] <= execution[1]
+
+
+async def test_each_new_request_rings_and_is_announced_once(console: Callable[..., ConsoleApp]):
+    app = console()
+    rang: list[bool] = []
+    app.bell = lambda: rang.append(True)  # type: ignore[method-assign]
+    notes = record_notifications(app)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        broker = app.runtime.broker
+        async with AsyncAgent("research-bot", app.runtime.paths.socket) as agent:
+            for params in (SEARCH, SCRAPE, SCRAPE):
+                await agent.submit(**params)
+            await until(pilot, lambda: len(broker.pending()) == 3)
+        await rows(pilot, 3)
+        await pilot.pause(0.1)
+        arrivals = [text for text in notes if "new request" in text.lower()]
+        # Arriving together they share one notification ("3 new requests ..."), apart each has
+        # its own: either way each request is announced once, with one bell per notification.
+        announced = sum(int(text.split()[0]) if text[0].isdigit() else 1 for text in arrivals)
+        assert announced == 3 and len(rang) == len(arrivals)
 
 
 async def test_deny_needs_a_reason(console: Callable[..., ConsoleApp]):
@@ -225,7 +302,7 @@ async def test_typed_confirmation(console: Callable[..., ConsoleApp]):
             ticket = await agent.submit(**SEARCH)
             request_id = ticket["request_id"]
             await rows(pilot, 1)
-            assert "type 0.01 to confirm" in screen_text(app)
+            await until(pilot, lambda: "type 0.01 to confirm" in screen_text(app))
 
             await pilot.press("a")
             assert isinstance(app.screen, ConfirmAmountModal)
@@ -268,11 +345,7 @@ async def test_live_updates_keep_the_cursor_and_tick(
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await started(pilot)
         broker = app.runtime.broker
-        async with AsyncAgent("research-bot", app.runtime.paths.socket) as agent:
-            first = (await agent.submit(**SEARCH))["request_id"]
-            await rows(pilot, 1)
-            second = (await agent.submit(**SCRAPE))["request_id"]
-            await rows(pilot, 2)
+        first, second = await two_requests(pilot, app)
 
         await pilot.press("j")
         assert queue(app).selected_id == second
@@ -304,6 +377,7 @@ async def test_hostile_text_is_shown_inert(console: Callable[..., ConsoleApp]):
                 endpoint_id="ep_websearch_basic", inputs={"query": "x"}, purpose=HOSTILE
             )
             await rows(pilot, 1)
+        await until(pilot, lambda: "New request from" in screen_text(app))
         text = screen_text(app)
         assert "<ESC>[31mRED<ESC>]52;c;SGVsbG8=<BEL>" in text
         assert "[@click=app.quit]x[/]" in text
@@ -313,16 +387,247 @@ async def test_hostile_text_is_shown_inert(console: Callable[..., ConsoleApp]):
         await pilot.click("#detail-body")
         await pilot.pause(0.1)
         assert app.is_running and app.return_code is None
+        # Typed into the filter, the same text finds the request and stays text.
+        await pilot.press("slash")
+        await type_text(pilot, "[@click=app.quit]")
+        await until(pilot, lambda: queue(app).row_count == 0)
+        assert app.is_running and "[@click=app.quit]" in screen_text(app)
 
 
-async def test_palette_commands_come_from_the_registry(console: Callable[..., ConsoleApp]):
+# -- sorting, filtering, paging, history --------------------------------------------------------
+
+
+async def test_sort_keys_reorder_the_queue(
+    console: Callable[..., ConsoleApp], paths: Paths, clock: FakeClock
+):
+    ids = seed_pending(paths, 12, clock())
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await rows(pilot, 12)
+        ledger = app.runtime.ledger
+        requests = {r.id: r for r in ledger.window(RequestQuery(states=(State.pending,)))}
+        assert shown_ids(app) == ids  # oldest first
+        assert "oldest first" in screen_text(app)
+
+        await pilot.press("s")  # amount, largest first
+        await until(pilot, lambda: "largest first" in screen_text(app))
+        amounts = [requests[i].estimate.amount_usdc for i in shown_ids(app)]
+        assert amounts == sorted(amounts, reverse=True) and amounts[0] > amounts[-1]
+
+        await pilot.press("S")  # reversed
+        await until(pilot, lambda: "smallest first" in screen_text(app))
+        amounts = [requests[i].estimate.amount_usdc for i in shown_ids(app)]
+        assert amounts == sorted(amounts)
+
+        await pilot.press("s")  # time left
+        await until(pilot, lambda: "least time left first" in screen_text(app))
+        expiries = [requests[i].expires_at for i in shown_ids(app)]
+        assert expiries == sorted(expiries) and shown_ids(app) != ids
+
+        await pilot.press("s")  # agent
+        await until(pilot, lambda: "agent A to Z" in screen_text(app))
+        agents = [requests[i].agent for i in shown_ids(app)]
+        assert agents == sorted(agents) and agents[0] == "alpha-bot"
+
+        await pilot.press("s")  # and back to age
+        await until(pilot, lambda: "oldest first" in screen_text(app))
+        assert shown_ids(app) == ids
+
+        # A click on a column's header sorts by it.
+        header = next(line for line in screen_text(app).splitlines() if "est. USDC" in line)
+        await pilot.click("#pending", offset=(header.index("est. USDC") + 2, 0))
+        await until(pilot, lambda: "largest first" in screen_text(app))
+
+
+async def test_filter_by_words_risk_and_verdict(
+    console: Callable[..., ConsoleApp], paths: Paths, clock: FakeClock
+):
+    seed_pending(paths, 30, clock())
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await rows(pilot, 30)
+        await pilot.press("slash")
+        assert app.screen.query_one("#filter").has_focus
+        await type_text(pilot, "zulu")
+        await until(pilot, lambda: queue(app).row_count == 4)  # requests 4, 11, 18, 25
+        assert all(r.agent == "zulu-bot" for r in queue(app).requests.values())
+        assert "Pending 4/30" in screen_text(app)
+        # While typing, letters are text, not keys: nothing was approved or sorted.
+        assert len(app.runtime.broker.pending(limit=100)) == 30
+
+        await pilot.press("space")
+        await type_text(pilot, "risk:high")
+        await until(pilot, lambda: queue(app).row_count == 1)  # 25: the only multiple of five
+        await pilot.press("enter")
+        assert queue(app).has_focus and "zulu risk:high" in screen_text(app)
+
+        await pilot.press("escape")
+        await rows(pilot, 30)
+        assert "Pending 30" in screen_text(app)
+
+        # From the palette's commands: verdict and risk tokens.
+        screen = app.screen
+        await screen.run_action("filter_token('risk:none')")
+        # Neither a multiple of 5 (high) nor of 3 (warn): 30 - 6 - 10 + 2 = 16.
+        await until(pilot, lambda: queue(app).row_count == 16)
+        await screen.run_action("filter_token('verdict:deny')")
+        await until(pilot, lambda: "No request matches the filter" in screen_text(app))
+        await pilot.press("escape")
+        await rows(pilot, 30)
+
+        # A bad token is named and the rest of the filter still applies.
+        await pilot.press("slash")
+        await type_text(pilot, "echo risk:extreme")
+        await until(pilot, lambda: "risk: is high, warn or none" in screen_text(app))
+        assert all(r.agent == "echo-bot" for r in queue(app).requests.values())
+
+
+async def test_paging_through_the_queue(
+    console: Callable[..., ConsoleApp], paths: Paths, clock: FakeClock
+):
+    ids = seed_pending(paths, 2 * PAGE_SIZE + 20, clock())
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await rows(pilot, PAGE_SIZE)
+        # Only the page on screen is in the table, never the whole queue.
+        assert shown_ids(app) == ids[:PAGE_SIZE]
+        assert f"1\N{EN DASH}{PAGE_SIZE} of 120" in screen_text(app)
+
+        await pilot.press("right_square_bracket")
+        await until(pilot, lambda: shown_ids(app) == ids[PAGE_SIZE : 2 * PAGE_SIZE])
+        assert f"{PAGE_SIZE + 1}\N{EN DASH}{2 * PAGE_SIZE} of 120" in screen_text(app)
+        await pilot.press("right_square_bracket")
+        await rows(pilot, 20)
+        await pilot.press("right_square_bracket")  # there is no fourth page: nothing moves
+        await pilot.pause(0.1)
+        assert shown_ids(app) == ids[2 * PAGE_SIZE :]
+
+        await pilot.press("left_square_bracket")
+        await rows(pilot, PAGE_SIZE)
+        # Past the last row, the next page; before the first row, the previous one.
+        queue(app).move_cursor(row=PAGE_SIZE - 1)
+        await pilot.press("j")
+        await until(pilot, lambda: queue(app).selected_id == ids[2 * PAGE_SIZE])
+        await pilot.press("k")
+        await until(pilot, lambda: queue(app).selected_id == ids[2 * PAGE_SIZE - 1])
+        await pilot.press("down")
+        await until(pilot, lambda: queue(app).selected_id == ids[2 * PAGE_SIZE])
+        await pilot.press("up")
+        await until(pilot, lambda: queue(app).selected_id == ids[2 * PAGE_SIZE - 1])
+
+
+async def test_history_tab_shows_outcomes_and_charges(console: Callable[..., ConsoleApp]):
     app = console()
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await started(pilot)
-        titles = {command.title for command in app.get_system_commands(app.screen)}
-        assert {"Approve", "Deny"} <= titles
-        keys = {binding.id: binding.key for binding in app.screen.BINDINGS}  # type: ignore[union-attr]
-        assert keys["approvals.approve"] == "a" and keys["approvals.deny"] == "d"
+        broker = app.runtime.broker
+        first, second = await two_requests(pilot, app)
+        await pilot.press("a")
+        await until(pilot, lambda: broker.get(first).state == State.succeeded)
+        await pilot.press("d")
+        await type_text(pilot, "too broad")
+        await pilot.press("enter")
+        await rows(pilot, 0)
+
+        await pilot.press("h")
+        await until(pilot, lambda: history(app).row_count == 2)
+        assert history(app).has_focus
+        assert list(history(app).requests) == [second, first]  # latest decision first
+        text = screen_text(app)
+        assert "succeeded" in text and "denied" in text and "History 2" in text
+        # The detail of the selected (denied) request names the decision and its reason.
+        assert "too broad" in text and "Decision" in text
+
+        await pilot.press("j")
+        await until(pilot, lambda: "charged   0.01 USDC" in screen_text(app))
+        # Approving and denying belong to the pending tab: the keys do nothing here.
+        await pilot.press("a", "d")
+        assert isinstance(app.screen, ApprovalsScreen)
+        assert "a Approve" not in screen_text(app) and "p Pending" in screen_text(app)
+
+        await pilot.press("p")
+        await until(pilot, lambda: queue(app).has_focus)
+        assert "No requests waiting." in screen_text(app)
+
+
+def test_filter_text_is_understood():
+    assert parse_filter("solar  risk:HIGH verdict:auto") == parse_filter("solar").__class__(
+        text="solar", verdict="auto_approve", risk="high"
+    )
+    assert parse_filter("verdict:maybe x").problem == "verdict: is ask, deny or auto"
+    assert parse_filter("url:http://x").text == "url:http://x"
+    assert with_token("a risk:high b", "risk:none") == "a b risk:none"
+
+
+def test_request_windows_page_in_sql(paths: Paths, clock: FakeClock):
+    """The ledger's windowed query: pages never overlap, counts match, wildcards are literal."""
+    ids = seed_pending(paths, 25, clock())
+    ledger = Ledger(paths.ledger(sandbox=True))
+    try:
+        query = RequestQuery(states=(State.pending,), order="agent")
+        pages = [ledger.window(query, offset=o, limit=10) for o in (0, 10, 20)]
+        seen = [r.id for page in pages for r in page]
+        assert sorted(seen) == sorted(ids) and len(seen) == len(set(seen)) == 25
+        assert ledger.count(query) == 25
+        assert ledger.count(RequestQuery(states=(State.pending,), text="%")) == 0
+        assert ledger.count(RequestQuery(states=(State.pending,), text="WEB kilo")) == 4
+        assert ledger.count(RequestQuery(states=(State.denied,))) == 0
+        with pytest.raises(ValueError, match="unknown order"):
+            RequestQuery(states=(State.pending,), order="amount; DROP TABLE requests")
+    finally:
+        ledger.close()
+
+
+def test_detail_renders_whatever_the_verdict_carries():
+    """Rule citations and budget figures when the policy engine gives them; an unknown field of a
+    newer engine still shown, as text."""
+
+    class CitedVerdict(Verdict):
+        model_config = ConfigDict(extra="allow")
+        citations: list[dict[str, Any]] = []
+        budgets: list[dict[str, Any]] = []
+        policy_sha256: str | None = None
+
+    verdict = CitedVerdict(
+        outcome="ask",
+        summary="near the daily cap",
+        rules=["daily-cap"],
+        citations=[
+            {"effect": "warn", "rule": "daily-cap", "reason": "80% used", "file": "/p/SKILLS.md"}
+            | {"line": 12}
+        ],
+        budgets=[
+            {"budget": "overall day", "before_usdc": "4.00", "after_usdc": "4.50"}
+            | {"warn_usdc": "4.00", "max_usdc": "5.00"},
+            {"budget": "agent week", "before_usdc": "9.00", "after_usdc": "11.00"}
+            | {"max_usdc": "10.00"},
+        ],
+        policy_sha256="ab" * 32,
+        surprise="[red]x[/]",
+    )
+    request = SpendRequest(
+        id="req_1",
+        agent="research-bot",
+        kind="market_call",
+        endpoint_id="ep_websearch_basic",
+        inputs={},
+        purpose="p",
+        state=State.pending,
+        created_at=0,
+        updated_at=0,
+        verdict=verdict,
+    )
+    colours = Palette("bold", "dim", "red", "yellow", "blue", "green")
+    console = Console(width=160, record=True, color_system=None)
+    console.print(render(request, colours))
+    text = console.export_text()
+    assert "warn: daily-cap · 80% used (SKILLS.md:12)" in text
+    assert "overall day: 4.00 → 4.50 of 5.00 USDC (warns at 4.00)" in text
+    assert "agent week: 9.00 → 11.00 of 10.00 USDC" in text
+    assert "sha256 abababababab…" in text and "[red]x[/]" in text
+    budgets = present.budget_lines(verdict)
+    assert [tone for _, tone in budgets] == ["warn", "high"]
+    assert present.rule_lines(Verdict(outcome="ask", summary="s", rules=["a", "b"])) == ["a", "b"]
 
 
 # -- start-up and themes ------------------------------------------------------------------------
@@ -386,13 +691,16 @@ async def test_broken_theme_falls_back_with_one_notification(
         assert "colour string" in screen_text(app)
         # The bundled console-dark was loaded first and stays in force.
         assert app.theme == "console-dark"
+        assert screen_text(app).count("Theme not loaded") == 1
 
 
 def test_bundled_themes_load():
     loaded = load_themes([BUNDLED_THEMES])
     assert loaded.problems == []
-    assert {"console-dark", "console-light"} <= set(loaded.themes)
+    assert {"console-dark", "console-light", "console-high-contrast"} <= set(loaded.themes)
     assert loaded.themes["console-light"].dark is False
+    contrast = loaded.themes["console-high-contrast"]
+    assert (contrast.background, contrast.foreground) == ("#000000", "#FFFFFF")
 
 
 def test_theme_errors_name_the_file_and_problem(tmp_path: Path):
@@ -401,6 +709,8 @@ def test_theme_errors_name_the_file_and_problem(tmp_path: Path):
         "unknown.toml": ('name = "x"\nprimary = "#000000"\nprimry = "#fff"\n', "unknown key"),
         "colour.toml": ('name = "x"\nprimary = "not-a-colour"\n', "is not a colour"),
         "noprimary.toml": ('name = "x"\n', "'primary' is required"),
+        "badname.toml": ('name = "Bad Name"\nprimary = "#000000"\n', "'name' must be"),
+        "dark.toml": ('name = "x"\nprimary = "#000000"\ndark = "yes"\n', "'dark' must be"),
     }
     for name, (text, problem) in cases.items():
         path = tmp_path / name
@@ -413,9 +723,10 @@ def test_theme_errors_name_the_file_and_problem(tmp_path: Path):
 # -- the core stays free of Textual -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["svc_console.broker", "svc_console.tui"])
+@pytest.mark.parametrize("module", ["svc_console.broker", "svc_console.ledger", "svc_console.tui"])
 def test_core_does_not_import_textual(module: str):
-    """The broker never needs Textual; the TUI package itself loads it only when the app is used."""
+    """The broker and the ledger never need Textual; the TUI package itself loads it only when
+    the app is used."""
     check = (
         f"import {module}, sys; "
         "assert not any(m == 'textual' or m.startswith('textual.') for m in sys.modules)"

@@ -1,0 +1,155 @@
+"""What the TUI tests share: reading the screen as text, waiting on the running app, pinning the
+sandbox's address for stable screenshots, and filling a real ledger with pending requests."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from textual.pilot import Pilot
+
+from svc_console.core.models import Estimate, RiskFlag, Severity, SpendRequest, Verdict
+from svc_console.core.states import State
+from svc_console.ledger import Ledger
+from svc_console.runtime import Runtime
+from svc_console.settings import Paths, ensure_private_dir
+from svc_console.tui.app import ConsoleApp
+from svc_console.tui.screens.approvals import ApprovalsScreen
+from svc_console.tui.widgets.queue import RequestQueue
+
+PINNED_SANDBOX = "http://127.0.0.1:8402"
+SEED_AGENTS = ("kilo", "alpha", "mike", "bravo", "zulu", "echo", "delta")
+
+
+def screen_text(app: ConsoleApp) -> str:
+    """What the terminal shows, as plain text (from the SVG screenshot, by column)."""
+    svg = app.export_screenshot()
+    lines: dict[int, dict[int, str]] = {}
+    spans = r'<text [^>]*x="([\d.]+)"[^>]*clip-path="url\(#[\w-]+-line-(\d+)\)"[^>]*>(.*?)</text>'
+    for x, line, text in re.findall(spans, svg):
+        lines.setdefault(int(line), {})[round(float(x) / 12.2)] = html.unescape(text)
+    rows = []
+    for number in sorted(lines):
+        row = ""
+        for column, text in sorted(lines[number].items()):
+            row = row.ljust(column) + text.replace("\xa0", " ")
+        rows.append(row.rstrip())
+    return "\n".join(rows)
+
+
+def notices(app: ConsoleApp) -> str:
+    """The notifications on screen as one line of text: wrapped lines joined again."""
+    lines = [line.split("▌", 1)[1].strip() for line in screen_text(app).splitlines() if "▌" in line]
+    return " ".join(line for line in lines if line)
+
+
+async def until(pilot: Pilot[Any], predicate: Callable[[], Any], timeout: float = 10.0) -> None:
+    """Poll while the app keeps running: the broker works in background tasks and `pause()`
+    alone never waits for them."""
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def queue(app: ConsoleApp) -> RequestQueue:
+    return app.screen.query_one(RequestQueue)
+
+
+async def started(pilot: Pilot[Any]) -> None:
+    await until(pilot, lambda: isinstance(pilot.app.screen, ApprovalsScreen))
+
+
+async def rows(pilot: Pilot[Any], count: int) -> None:
+    await until(
+        pilot,
+        lambda: (
+            isinstance(pilot.app.screen, ApprovalsScreen) and queue(pilot.app).row_count == count
+        ),
+    )
+
+
+async def type_text(pilot: Pilot[Any], text: str) -> None:
+    await pilot.press(*("space" if char == " " else char for char in text))
+
+
+def pin_sandbox_address(runtime: Runtime) -> None:
+    """The sandbox listens on a random port; show a fixed address so screenshots are stable."""
+    start = runtime.start
+
+    async def start_pinned() -> Any:
+        broker = await start()
+        broker.market.base_url = PINNED_SANDBOX
+        return broker
+
+    runtime.start = start_pinned  # type: ignore[method-assign]
+
+
+def build_console(
+    make_runtime: Callable[..., Runtime], clock: Callable[[], float], **options: Any
+) -> ConsoleApp:
+    """A console against the sandbox with the test clock, numbered request ids, the sandbox's
+    address pinned and blinking off. Options go to the app (`theme`, `themes_dir`,
+    `settings_file`, `after_start`) or else to `BrokerConfig`."""
+    app_keys = ("theme", "themes_dir", "settings_file", "after_start")
+    app_options = {key: options.pop(key) for key in app_keys if key in options}
+    runtime = make_runtime(clock=clock, ids=True, **options)
+    pin_sandbox_address(runtime)
+    return ConsoleApp(runtime, cursor_blink=False, **app_options)
+
+
+def seed_pending(paths: Paths, count: int, now: float) -> list[str]:
+    """`count` requests waiting for the operator, written to the sandbox ledger through the
+    ledger's own API before the console starts (as a previous run would have left them).
+
+    Request n is n seconds younger than request n-1; amounts, agents and expiry times are spread
+    so that each sort gives another order; every fifth request has a high risk flag and every
+    third a warning."""
+    from svc_console.sandbox.catalog import catalog
+
+    record = catalog().get("ep_websearch_basic")
+    assert record is not None
+    ensure_private_dir(paths.home)
+    ledger = Ledger(paths.ledger(sandbox=True))
+    ids = []
+    try:
+        for n in range(count):
+            created = now - 10_000 + n
+            request = SpendRequest(
+                id=f"req_seed{n:04d}",
+                agent=f"{SEED_AGENTS[n % len(SEED_AGENTS)]}-bot",
+                kind="market_call",
+                endpoint_id=record.id,
+                inputs={"query": f"topic {n}"},
+                purpose=f"background for report {n}",
+                state=State.received,
+                created_at=created,
+                updated_at=created,
+            )
+            ledger.insert_request(request)
+            ledger.transition(request.id, State.inspecting, at=created)
+            flags = []
+            if n % 5 == 0:
+                flags.append(RiskFlag(code="input_api_key", severity=Severity.high, reason="key"))
+            if n % 3 == 0:
+                flags.append(RiskFlag(code="dynamic_price", severity=Severity.warn, reason="range"))
+            ledger.transition(
+                request.id,
+                State.pending,
+                at=created,
+                endpoint=record,
+                estimate=Estimate(
+                    amount_usdc=Decimal((n * 7) % 13 + 1) / 100, chain="base", protocol="x402"
+                ),
+                risk=flags,
+                verdict=Verdict(outcome="ask", summary="the operator decides"),
+                expires_at=now + 600 + (n * 7) % count,
+            )
+            ids.append(request.id)
+    finally:
+        ledger.close()
+    return ids

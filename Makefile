@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format clean
+.PHONY: demo test bench lint format clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# Every performance target beside its baseline (tests/bench/run.py): RUNS=N repeats, ONLY=a,b
+# picks benchmarks, PROFILE=decision profiles one of them instead.
+bench: $(STAMP)
+	$(BIN)/python tests/bench/run.py $(if $(RUNS),--runs $(RUNS)) $(if $(ONLY),--only $(ONLY)) \
+		$(if $(PROFILE),--profile $(PROFILE))
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,0 +1,139 @@
+"""Start-up, each run in a fresh process: `svc-console --help` to its exit, and the TUI from spawn
+to its first frames on a terminal.
+
+The TUI runs on a real pseudo-terminal (120x40), as an operator would start it: `svc-console` with
+no service configured, so against the embedded sandbox, in a fresh SVC_CONSOLE_HOME. Two moments
+are timed from spawn: the first frame with text on it (whatever the app paints first), and the
+first frame of the console itself (the approvals screen, recognised by its SANDBOX banner).
+
+Baselines: `python -c pass` for `--help`; `python -c "import textual"` for the TUI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pty
+import re
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+from pathlib import Path
+
+import harness
+from harness import Baseline, BenchResult, Figures, Target
+
+SVC_CONSOLE = str(Path(sys.executable).with_name("svc-console"))
+HELP_TARGET = Target({"median": 150.0})
+FRAME_TARGET = Target({"median": 600.0})
+ROWS, COLUMNS = 40, 120
+# What the console's own first frame shows: the banner the approvals screen docks (sandbox).
+CONSOLE_MARKER = "SANDBOX"
+FRAME_TIMEOUT_S = 30.0
+_ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def visible_text(output: bytes) -> str:
+    """What a terminal would show of `output`, roughly: the escape sequences removed."""
+    return _ANSI.sub(b"", output).decode(errors="replace")
+
+
+def _wall(argv: list[str], runs: int) -> list[float]:
+    samples = []
+    for _ in range(runs + 1):  # the first run only warms the file cache
+        result = harness.run_process(argv, env=harness.bench_env())
+        if result.returncode != 0:
+            raise RuntimeError(f"{argv} failed: {result.stderr[-500:]}")
+        samples.append(result.wall_ms)
+    return samples[1:]
+
+
+def first_frames() -> tuple[float, float]:
+    """Milliseconds from spawn to the first painted text, and to the console's first frame."""
+    home = Path(tempfile.mkdtemp(prefix="svc-tui-"))
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+    env = harness.bench_env(SVC_CONSOLE_HOME=str(home), TERM="xterm-256color")
+    env.pop("NO_COLOR", None)
+    start = time.perf_counter_ns()
+    process = subprocess.Popen(
+        [SVC_CONSOLE], stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
+    )
+    os.close(slave)
+    output = b""
+    painted = console = None
+    try:
+        deadline = time.monotonic() + FRAME_TIMEOUT_S
+        while console is None:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError(
+                    f"the TUI showed no {CONSOLE_MARKER!r} frame: {visible_text(output)[-600:]!r}"
+                )
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                output += os.read(master, 1 << 16)
+            except OSError:  # the terminal closed: the process is gone
+                continue
+            now = time.perf_counter_ns()
+            text = visible_text(output)
+            if painted is None and len(text.strip()) >= 10:
+                painted = now
+            if CONSOLE_MARKER in text:
+                console = now
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        os.close(master)
+        shutil.rmtree(home, ignore_errors=True)
+    assert painted is not None
+    return (painted - start) / 1e6, (console - start) / 1e6
+
+
+def run(runs: int) -> list[BenchResult]:
+    python = sys.executable
+    bare = Baseline("python -c pass", Figures.of(_wall([python, "-c", "pass"], runs)))
+    textual = Baseline(
+        'python -c "import textual"', Figures.of(_wall([python, "-c", "import textual"], runs))
+    )
+    helps = _wall([SVC_CONSOLE, "--help"], runs)
+    first_frames()  # warms the file cache, as the other measures' first run does
+    frames = [first_frames() for _ in range(runs)]
+    return [
+        BenchResult("start-up: svc-console --help", "ms", Figures.of(helps), HELP_TARGET, bare),
+        BenchResult(
+            "start-up: TUI first frame (approvals screen)",
+            "ms",
+            Figures.of([console for _, console in frames]),
+            FRAME_TARGET,
+            textual,
+            context={"terminal": f"pty {COLUMNS}x{ROWS}", "marker": CONSOLE_MARKER},
+            note="spawn to the approvals screen's first frame on a pty, embedded sandbox",
+        ),
+        BenchResult(
+            "start-up: TUI first paint (any text)",
+            "ms",
+            Figures.of([painted for painted, _ in frames]),
+            FRAME_TARGET,
+            textual,
+            context={"terminal": f"pty {COLUMNS}x{ROWS}"},
+            note="spawn to the first frame with text (the placeholder shown while starting)",
+        ),
+    ]
+
+
+if __name__ == "__main__":
+    harness.main(run, default_runs=7)

@@ -1,0 +1,135 @@
+"""Throughput: requests decided by policy and committed per second, 200 agents at once, none lost.
+
+The broker runs in its own process (as `svc-console serve`, embedded sandbox on its thread); the
+agents in another (`hosts.py agents`: one AsyncAgent connection each, all connected before the
+clock starts). Each agent submits its requests one after another (the broker answers a submit at
+once and inspects in the background). The clock runs from the moment the agents are told to go
+until the broker's listeners see the last request decided (pending, denied or auto-approved,
+committed to the ledger). None lost: every submitted request is seen decided exactly once and is in
+the ledger afterwards; an agent's refused submit counts as lost.
+
+Baseline: the same number of requests from one agent.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import harness
+import policy_engine
+from harness import Baseline, BenchResult, Figures, Target
+from hosts import BrokerHost
+
+TARGET = Target({"median": 5000.0}, higher_is_better=True)
+AGENTS = 200
+EACH = 10  # requests per agent: 2,000 a run
+DECIDE_TIMEOUT_S = 300.0
+
+
+@dataclass
+class Load:
+    rate: float
+    submitted: int
+    decided: int
+    lost: int
+    refused: int
+    states: dict[str, int]
+    ledger_rows: int
+
+
+def measure(agents: int, each: int, policy: Path | None) -> tuple[Load, str]:
+    home = Path(tempfile.mkdtemp(prefix="svc-tput-"))
+    try:
+        with BrokerHost(home, policy=policy) as host:
+            load = subprocess.Popen(
+                [
+                    sys.executable,
+                    str(harness.BENCH_DIR / "hosts.py"),
+                    "agents",
+                    "--socket",
+                    str(host.socket),
+                    "--agents",
+                    str(agents),
+                    "--each",
+                    str(each),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=harness.bench_env(),
+            )
+            assert load.stdin is not None and load.stdout is not None
+            if not load.stdout.readline().startswith("ready"):
+                raise RuntimeError("the agents did not connect")
+            load.stdin.write("go\n")
+            load.stdin.flush()
+            report = json.loads(load.stdout.readline())
+            load.wait(30)
+            ids = report["ids"]
+            host.wait_all(ids, DECIDE_TIMEOUT_S)
+            seen = {i: host.visible[i] for i in ids if i in host.visible}
+        total = agents * each
+        last = max((ns for _, ns in seen.values()), default=report["go_ns"])
+        states: dict[str, int] = {}
+        for state, _ in seen.values():
+            states[state] = states.get(state, 0) + 1
+        decided = sum(n for s, n in states.items() if s != "rejected")
+        with sqlite3.connect(home / "ledger-sandbox.db") as db:
+            rows = db.execute("SELECT count(*) FROM requests").fetchone()[0]
+        return (
+            Load(
+                rate=decided / ((last - report["go_ns"]) / 1e9),
+                submitted=len(ids),
+                decided=decided,
+                lost=total - decided,
+                refused=len(report["errors"]),
+                states=states,
+                ledger_rows=rows,
+            ),
+            host.engine,
+        )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+        Path(f"{home}-broker.err").unlink(missing_ok=True)
+
+
+def run(runs: int) -> list[BenchResult]:
+    policy = policy_engine.policy_file()
+    many = [measure(AGENTS, EACH, policy) for _ in range(runs)]
+    one = [measure(1, AGENTS * EACH, policy) for _ in range(runs)]
+    loads = [load for load, _ in many]
+    engine = many[0][1]
+    lost = sum(load.lost for load in loads + [load for load, _ in one])
+    return [
+        BenchResult(
+            name=f"throughput, {AGENTS} agents",
+            unit="req/s",
+            figures=Figures.of([load.rate for load in loads]),
+            target=TARGET,
+            baseline=Baseline(
+                f"the same {AGENTS * EACH:,} requests from one agent",
+                Figures.of([load.rate for load, _ in one]),
+            ),
+            conditions={"none lost": lost == 0},
+            context={
+                "policy": engine,
+                "requests_per_run": AGENTS * EACH,
+                "states": loads[-1].states,
+                "lost": [load.lost for load in loads],
+                "refused_submits": [load.refused for load in loads],
+                "ledger_rows_after": [load.ledger_rows for load in loads],
+            },
+            note=f"policy: {engine}",
+        )
+    ]
+
+
+if __name__ == "__main__":
+    harness.main(run, default_runs=3)

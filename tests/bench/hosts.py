@@ -1,0 +1,362 @@
+"""The processes the socket benchmarks drive, each started fresh by a bench module:
+
+    python hosts.py broker --home DIR [--policy FILE] [--profile PREFIX]
+    python hosts.py echo --socket PATH
+    python hosts.py agents --socket PATH --agents N --each K
+
+`broker` is `svc-console serve` with the embedded sandbox (its own thread, real HTTP on loopback)
+plus a broker listener (what the TUI uses to see a request) that prints one line per request the
+moment it becomes visible decided: `<request id> <state> <CLOCK_MONOTONIC ns>`. CLOCK_MONOTONIC is
+one clock for every process on the machine, so the agent's send time and the broker's "visible"
+time can be subtracted. `echo` is the baseline: a bare asyncio JSON-line echo on a Unix socket.
+`agents` is the throughput load: N AsyncAgent connections submitting K requests each, at once.
+
+Every host prints `ready ...` on stdout when it is up and stops when its stdin closes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import threading
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import harness
+
+# States a request reaches when the pipeline has decided it and committed it (`rejected` is an
+# intake failure, reported as such by the benchmarks).
+DECIDED = frozenset({"pending", "denied", "auto_approved", "rejected"})
+SANDBOX_BALANCE = Decimal(1_000_000)  # auto-approved executions must never run dry mid-run
+
+
+def _stdin_closed(loop: asyncio.AbstractEventLoop) -> asyncio.Event:
+    """An event set when the driving process closes our stdin (or writes `stop`)."""
+    closed = asyncio.Event()
+
+    def watch() -> None:
+        for line in sys.stdin:
+            if line.strip() == "stop":
+                break
+        loop.call_soon_threadsafe(closed.set)
+
+    threading.Thread(target=watch, daemon=True, name="stdin-watch").start()
+    return closed
+
+
+def _profiled_sandbox(prefix: str | None) -> Any:
+    from svc_console.sandbox.server import SandboxServer
+    from svc_console.sandbox.state import SandboxState
+
+    state = SandboxState(balance=SANDBOX_BALANCE)
+    if prefix is None:
+        return SandboxServer(state)
+
+    class ProfiledSandbox(SandboxServer):
+        """The sandbox's uvicorn thread under its own profiler (a profiler sees one thread)."""
+
+        def _run(self) -> None:
+            from pyinstrument import Profiler
+
+            profiler = Profiler(interval=0.001)
+            profiler.start()
+            try:
+                super()._run()
+            finally:
+                profiler.stop()
+                _save(profiler, f"{prefix}-sandbox")
+
+    return ProfiledSandbox(state)
+
+
+def _save(profiler: Any, prefix: str) -> None:
+    Path(f"{prefix}.txt").write_text(
+        profiler.output_text(unicode=True, color=False, show_all=False, short_mode=False)
+    )
+    Path(f"{prefix}.html").write_text(profiler.output_html())
+
+
+def _load_policy(path: str | None) -> tuple[Any, str]:
+    """The policy engine the broker uses, and a line saying which it is."""
+    if path is None:
+        from svc_console.policy import ManualReview
+
+        return ManualReview(), "ManualReview (no SKILLS.md policy: every request goes to pending)"
+    import policy_engine
+
+    return policy_engine.load(Path(path))
+
+
+def _wait_for_health(base_url: str, deadline: float) -> None:
+    # The credentials are written just before uvicorn starts listening.
+    import urllib.request
+
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base_url}/api/health", timeout=1):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+class _SandboxProcess:
+    """`svc-console sandbox` in a process of its own, standing in for the embedded sandbox: to
+    show what the broker's process costs once the sandbox no longer shares its interpreter."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.credentials = home / "sandbox" / "credentials.json"
+
+    def start(self) -> None:
+        import subprocess
+        from types import SimpleNamespace
+
+        self.process = subprocess.Popen(
+            [str(Path(sys.executable).with_name("svc-console")), "sandbox", "--port", "0"],
+            stdout=subprocess.DEVNULL,
+            env={**harness.bench_env(), "SVC_CONSOLE_HOME": str(self.home)},
+        )
+        deadline = time.monotonic() + 30
+        while not self.credentials.exists():
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise RuntimeError("the sandbox process did not start")
+            time.sleep(0.01)
+        found = json.loads(self.credentials.read_text())
+        self.base_url = found["base_url"]
+        _wait_for_health(self.base_url, deadline)
+        self.state = SimpleNamespace(**found)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+async def _broker(args: argparse.Namespace) -> None:
+    from svc_console import logs
+    from svc_console.broker import BrokerConfig
+    from svc_console.runtime import Runtime
+    from svc_console.settings import Paths
+
+    home = Path(args.home)
+    paths = Paths(home=home, socket=home / "svc.sock", explicit_home=True)
+    logs.configure(paths.logs)
+    policy, engine = _load_policy(args.policy)
+    sandbox = _SandboxProcess(home) if args.sandbox_process else _profiled_sandbox(args.profile)
+    sandbox.start()
+    runtime = Runtime(
+        paths=paths, sandbox=sandbox, config=BrokerConfig(), broker_options={"policy": policy}
+    )
+    loop = asyncio.get_running_loop()
+    stop = _stdin_closed(loop)
+    seen: set[str] = set()
+    out = sys.stdout
+    flush_scheduled = False
+
+    def flush() -> None:
+        nonlocal flush_scheduled
+        flush_scheduled = False
+        out.flush()
+
+    def visible(request: Any) -> None:
+        # What the approvals screen is told: the moment a decided request becomes visible.
+        state = str(request.state)
+        if state in DECIDED and request.id not in seen:
+            now = time.monotonic_ns()
+            seen.add(request.id)
+            out.write(f"{request.id} {state} {now}\n")
+            nonlocal flush_scheduled
+            if not flush_scheduled:  # one write to the pipe per turn of the loop, not per line
+                flush_scheduled = True
+                loop.call_soon(flush)
+
+    profiler = None
+    if args.profile:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.001, async_mode="disabled")
+    try:
+        broker = await runtime.start()
+        broker.subscribe(visible)
+        out.write(f"ready {paths.socket} {json.dumps(engine)}\n")
+        out.flush()
+        if profiler is not None:
+            profiler.start()
+        await stop.wait()
+    finally:
+        if profiler is not None and profiler.is_running:
+            profiler.stop()
+            _save(profiler, f"{args.profile}-broker")
+        await runtime.stop()
+        sandbox.stop()
+
+
+async def _echo(args: argparse.Namespace) -> None:
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Cancelled when the host stops with the client still connected: nothing to report.
+        with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+            while line := await reader.readline():
+                writer.write(line)
+                await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_unix_server(serve, path=args.socket)
+    stop = _stdin_closed(asyncio.get_running_loop())
+    print(f"ready {args.socket}", flush=True)
+    async with server:
+        await stop.wait()
+
+
+async def _agents(args: argparse.Namespace) -> None:
+    from svc_console.agent import AgentError, AsyncAgent
+
+    agents = [AsyncAgent(f"load-{n:03d}", args.socket) for n in range(args.agents)]
+    for agent in agents:
+        await agent.connect()
+    loop = asyncio.get_running_loop()
+    go = asyncio.Event()
+
+    def wait_for_go() -> None:
+        sys.stdin.readline()
+        loop.call_soon_threadsafe(go.set)
+
+    threading.Thread(target=wait_for_go, daemon=True).start()
+    print(f"ready {len(agents)}", flush=True)
+    await go.wait()
+    ids: list[str] = []
+    errors: list[str] = []
+
+    async def submit_all(n: int, agent: AsyncAgent) -> None:
+        for k in range(args.each):
+            try:
+                ticket = await agent.submit(
+                    endpoint_id="ep_websearch_basic",
+                    inputs={"query": f"load {n} {k}"},
+                    purpose="throughput benchmark",
+                    idempotency_key=f"load-{n}-{k}",
+                )
+            except AgentError as exc:
+                errors.append(f"{exc.reason}: {exc.message}")
+            else:
+                ids.append(ticket["request_id"])
+
+    started = time.monotonic_ns()
+    await asyncio.gather(*(submit_all(n, agent) for n, agent in enumerate(agents)))
+    submitted = time.monotonic_ns()
+    print(
+        json.dumps({"go_ns": started, "submitted_ns": submitted, "ids": ids, "errors": errors}),
+        flush=True,
+    )
+    for agent in agents:
+        await agent.close()
+
+
+class BrokerHost:
+    """A `broker` host process, and what it has made visible so far (read on a thread)."""
+
+    def __init__(
+        self,
+        home: Path,
+        *,
+        policy: Path | None = None,
+        profile: str | None = None,
+        sandbox_process: bool = False,
+    ) -> None:
+        self.home = home
+        argv = [sys.executable, str(Path(__file__)), "broker", "--home", str(home)]
+        if policy is not None:
+            argv += ["--policy", str(policy)]
+        if profile is not None:
+            argv += ["--profile", profile]
+        if sandbox_process:
+            argv.append("--sandbox-process")
+        self._argv = argv
+        self.visible: dict[str, tuple[str, int]] = {}
+        self._changed = threading.Condition()
+        self.socket = home / "svc.sock"
+        self.engine = ""
+
+    def __enter__(self) -> BrokerHost:
+        import subprocess
+
+        self._stderr = open(self.home.parent / f"{self.home.name}-broker.err", "w")
+        self.process = subprocess.Popen(
+            self._argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            env=harness.bench_env(),
+        )
+        assert self.process.stdout is not None
+        ready = self.process.stdout.readline().split(" ", 2)
+        if ready[0] != "ready":
+            self.__exit__()
+            tail = Path(self._stderr.name).read_text()[-2000:]
+            raise RuntimeError(f"the broker host did not start:\n{tail}")
+        self.engine = json.loads(ready[2])
+        threading.Thread(target=self._read, daemon=True, name="broker-host-out").start()
+        return self
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            request_id, state, ns = line.split()
+            with self._changed:
+                self.visible[request_id] = (state, int(ns))
+                self._changed.notify_all()
+
+    def wait_visible(self, request_id: str, timeout_s: float = 30.0) -> tuple[str, int]:
+        with self._changed:
+            if not self._changed.wait_for(lambda: request_id in self.visible, timeout_s):
+                raise TimeoutError(f"{request_id} never became visible")
+            return self.visible[request_id]
+
+    def wait_all(self, request_ids: list[str], timeout_s: float) -> bool:
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: all(r in self.visible for r in request_ids), timeout_s
+            )
+
+    def __exit__(self, *exc: object) -> None:
+        import subprocess
+
+        if self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+        try:
+            # A profiled host writes its reports on the way out: give it the time.
+            self.process.wait(600 if "--profile" in self._argv else 60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._stderr.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    modes = parser.add_subparsers(dest="mode", required=True)
+    broker = modes.add_parser("broker")
+    broker.add_argument("--home", required=True)
+    broker.add_argument("--policy", help="a SKILLS.md policy file (default: manual review)")
+    broker.add_argument("--sandbox-process", action="store_true", help="sandbox not embedded")
+    broker.add_argument("--profile", help="profile into PREFIX-broker.txt, PREFIX-sandbox.txt")
+    echo = modes.add_parser("echo")
+    echo.add_argument("--socket", required=True)
+    agents = modes.add_parser("agents")
+    agents.add_argument("--socket", required=True)
+    agents.add_argument("--agents", type=int, required=True)
+    agents.add_argument("--each", type=int, required=True)
+    args = parser.parse_args()
+    run = {"broker": globals()["_broker"], "echo": _echo, "agents": _agents}[args.mode]
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""`make bench`: every benchmark beside its baseline, in one run, in one table.
+
+    python tests/bench/run.py [--runs N] [--only decision,startup] [--profile decision]
+
+Generates (or reuses) the data first, then runs each `bench_*.py` in a fresh interpreter with
+`--json`, so no benchmark's imports, caches or peak memory colour another's; a module that fails
+is reported and the others still run. Prints one table and writes `tests/bench/results.json` (a
+list: one object per benchmark with its figures, target, baseline and `meets_target`).
+
+`--profile NAME` runs only `bench_NAME.py`, under pyinstrument where the module supports it, and
+prints the top of the profiles it wrote to `build/bench/profile/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import harness
+
+RESULTS = harness.BENCH_DIR / "results.json"
+PROFILES = harness.REPO / "build" / "bench" / "profile"
+# The order of the table: the request's path first, then the screens, then start-up.
+ORDER = ("decision", "throughput", "policy", "approvals", "usage", "catalogue", "startup")
+MODULE_TIMEOUT_S = 3600
+PROFILE_LINES = 60
+
+
+def modules() -> list[str]:
+    found = [p.stem.removeprefix("bench_") for p in harness.BENCH_DIR.glob("bench_*.py")]
+    return sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
+
+
+def run_module(name: str, runs: int | None, profile: Path | None) -> list[harness.BenchResult]:
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / f"{name}.json"
+        argv = [sys.executable, str(harness.BENCH_DIR / f"bench_{name}.py"), "--json", str(out)]
+        if runs is not None:
+            argv += ["--runs", str(runs)]
+        if profile is not None:
+            argv += ["--profile", str(profile)]
+        started = time.perf_counter()
+        print(f"\n== {name}", flush=True)
+        # Output goes straight through: progress and notes show as they come.
+        done = subprocess.run(
+            argv, env=harness.bench_env(), cwd=harness.BENCH_DIR, timeout=MODULE_TIMEOUT_S
+        )
+        print(f"== {name}: {time.perf_counter() - started:.0f} s", flush=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"bench_{name}.py exited with {done.returncode}")
+        results = harness.read_json(out)
+        for result in results:
+            result.context["module"] = name
+        return results
+
+
+def show_profiles(folder: Path) -> None:
+    reports = sorted(folder.glob("*.txt"))
+    if not reports:
+        print(f"no profile was written to {folder}: this benchmark cannot profile itself")
+    for report in reports:
+        lines = report.read_text().splitlines()
+        print(f"\n-- {report} (first {PROFILE_LINES} lines; the .html beside it is interactive)")
+        print("\n".join(lines[:PROFILE_LINES]))
+
+
+def _merge(results: list[harness.BenchResult], ran: list[str]) -> list[harness.BenchResult]:
+    """This run's results, plus those of modules it did not run (`--only`) from the last file."""
+    kept: list[harness.BenchResult] = []
+    if RESULTS.exists():
+        try:
+            kept = [r for r in harness.read_json(RESULTS) if r.context.get("module") not in ran]
+        except (ValueError, KeyError, TypeError):
+            kept = []  # an unreadable old file is simply replaced
+    return results + kept
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, help="repetitions (default: each module's own)")
+    parser.add_argument("--only", help="comma-separated names, e.g. decision,startup")
+    parser.add_argument("--profile", metavar="NAME", help="profile one benchmark, e.g. decision")
+    args = parser.parse_args()
+    available = modules()
+    chosen = available
+    if args.profile:
+        chosen = [args.profile]
+    elif args.only:
+        chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in available]
+    if unknown:
+        parser.error(f"no benchmark {', '.join(unknown)}; there are: {', '.join(available)}")
+
+    machine = harness.machine()
+    print(
+        f"machine: {machine['cpu']}, {machine['cores']} cores, Python {machine['python']},"
+        f" load average {machine['load_average']}",
+        flush=True,
+    )
+    import data  # after the argument check: importing it builds the sandbox catalogue
+
+    started = time.perf_counter()
+    data.prepare_all()
+    print(f"data: {data.cache_dir()} ({time.perf_counter() - started:.1f} s)", flush=True)
+
+    profile = None
+    if args.profile:
+        profile = PROFILES / time.strftime("%Y%m%d-%H%M%S")
+        profile.mkdir(parents=True)
+    results: list[harness.BenchResult] = []
+    failed = []
+    for name in chosen:
+        try:
+            results += run_module(name, args.runs, profile)
+        except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as exc:
+            print(f"!! {name}: {exc}", flush=True)
+            failed.append(name)
+
+    machine["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    for result in results:
+        result.context.setdefault("machine", machine)
+    print("\n" + harness.format_table(results))
+    if profile is not None:
+        show_profiles(profile)
+    else:
+        merged = _merge(results, chosen)
+        harness.write_json(merged, RESULTS)
+        print(f"\nwritten: {RESULTS.relative_to(harness.REPO)} ({len(merged)} benchmarks)")
+    missed = [r.name for r in results if not r.meets_target]
+    print(f"targets met: {len(results) - len(missed)} of {len(results)}")
+    if failed:
+        print(f"benchmarks that failed to run: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

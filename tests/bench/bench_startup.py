@@ -103,7 +103,58 @@ def first_frames() -> tuple[float, float]:
     return (painted - start) / 1e6, (console - start) / 1e6
 
 
+def profile_child(prefix: str) -> None:
+    """In a fresh process: the TUI from the first import to the approvals screen, headless, under
+    pyinstrument (imports included), written to `<prefix>-tui.txt` and `.html`."""
+    import asyncio
+
+    from pyinstrument import Profiler
+
+    profiler = Profiler(interval=0.001)
+    profiler.start()
+    from svc_console.cli import _runtime
+    from svc_console.tui.app import ConsoleApp
+
+    app = ConsoleApp(_runtime())
+
+    async def until_console(pilot: object) -> None:
+        while type(app.screen).__name__ != "ApprovalsScreen":
+            await asyncio.sleep(0.002)
+        app.exit()
+
+    app.run(headless=True, size=(COLUMNS, ROWS), auto_pilot=until_console)
+    profiler.stop()
+    text = profiler.output_text(unicode=True, color=False, short_mode=False)
+    Path(f"{prefix}-tui.txt").write_text(text)
+    Path(f"{prefix}-tui.html").write_text(profiler.output_html())
+
+
+def _profile(prefix: str) -> list[BenchResult]:
+    home = Path(tempfile.mkdtemp(prefix="svc-tui-"))
+    try:
+        done = harness.run_process(
+            [sys.executable, __file__, "profile-child", prefix],
+            env=harness.bench_env(SVC_CONSOLE_HOME=str(home)),
+            cwd=harness.BENCH_DIR,
+        )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the profiled start failed: {done.stderr[-2000:]}")
+    return [
+        BenchResult(
+            "start-up: TUI to approvals screen (profiled, headless)",
+            "ms",
+            Figures.of([done.wall_ms]),
+            FRAME_TARGET,
+        )
+    ]
+
+
 def run(runs: int) -> list[BenchResult]:
+    profile = harness.profile_prefix("startup")
+    if profile:
+        return _profile(profile)
     python = sys.executable
     bare = Baseline("python -c pass", Figures.of(_wall([python, "-c", "pass"], runs)))
     textual = Baseline(
@@ -136,4 +187,7 @@ def run(runs: int) -> list[BenchResult]:
 
 
 if __name__ == "__main__":
-    harness.main(run, default_runs=7)
+    if sys.argv[1:2] == ["profile-child"]:
+        profile_child(sys.argv[2])
+    else:
+        harness.main(run, default_runs=7)

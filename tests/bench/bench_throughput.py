@@ -29,7 +29,7 @@ from hosts import BrokerHost
 
 TARGET = Target({"median": 5000.0}, higher_is_better=True)
 AGENTS = 200
-EACH = 10  # requests per agent: 2,000 a run
+EACH = 5  # requests per agent: 1,000 a run
 DECIDE_TIMEOUT_S = 300.0
 
 
@@ -42,12 +42,15 @@ class Load:
     refused: int
     states: dict[str, int]
     ledger_rows: int
+    rejections: dict[str, int]  # why requests ended rejected rather than decided
 
 
-def measure(agents: int, each: int, policy: Path | None) -> tuple[Load, str]:
+def measure(
+    agents: int, each: int, policy: Path | None, profile: str | None = None
+) -> tuple[Load, str]:
     home = Path(tempfile.mkdtemp(prefix="svc-tput-"))
     try:
-        with BrokerHost(home, policy=policy) as host:
+        with BrokerHost(home, policy=policy, profile=profile) as host:
             load = subprocess.Popen(
                 [
                     sys.executable,
@@ -83,6 +86,12 @@ def measure(agents: int, each: int, policy: Path | None) -> tuple[Load, str]:
         decided = sum(n for s, n in states.items() if s != "rejected")
         with sqlite3.connect(home / "ledger-sandbox.db") as db:
             rows = db.execute("SELECT count(*) FROM requests").fetchone()[0]
+            rejections = dict(
+                db.execute(
+                    "SELECT reason, count(*) FROM requests WHERE state = 'rejected'"
+                    " GROUP BY reason ORDER BY count(*) DESC LIMIT 5"
+                ).fetchall()
+            )
         return (
             Load(
                 rate=decided / ((last - report["go_ns"]) / 1e9),
@@ -92,6 +101,7 @@ def measure(agents: int, each: int, policy: Path | None) -> tuple[Load, str]:
                 refused=len(report["errors"]),
                 states=states,
                 ledger_rows=rows,
+                rejections=rejections,
             ),
             host.engine,
         )
@@ -102,21 +112,24 @@ def measure(agents: int, each: int, policy: Path | None) -> tuple[Load, str]:
 
 def run(runs: int) -> list[BenchResult]:
     policy = policy_engine.policy_file()
-    many = [measure(AGENTS, EACH, policy) for _ in range(runs)]
-    one = [measure(1, AGENTS * EACH, policy) for _ in range(runs)]
+    profile = harness.profile_prefix("throughput")
+    many = [measure(AGENTS, EACH, policy, profile) for _ in range(1 if profile else runs)]
+    one = [] if profile else [measure(1, AGENTS * EACH, policy) for _ in range(runs)]
     loads = [load for load, _ in many]
     engine = many[0][1]
     lost = sum(load.lost for load in loads + [load for load, _ in one])
     return [
         BenchResult(
-            name=f"throughput, {AGENTS} agents",
+            name=f"throughput, {AGENTS} agents" + (" (profiled)" if profile else ""),
             unit="req/s",
             figures=Figures.of([load.rate for load in loads]),
             target=TARGET,
             baseline=Baseline(
                 f"the same {AGENTS * EACH:,} requests from one agent",
                 Figures.of([load.rate for load, _ in one]),
-            ),
+            )
+            if one
+            else None,
             conditions={"none lost": lost == 0},
             context={
                 "policy": engine,
@@ -125,6 +138,8 @@ def run(runs: int) -> list[BenchResult]:
                 "lost": [load.lost for load in loads],
                 "refused_submits": [load.refused for load in loads],
                 "ledger_rows_after": [load.ledger_rows for load in loads],
+                "rejections": [load.rejections for load in loads],
+                "baseline_lost": [load.lost for load, _ in one],
             },
             note=f"policy: {engine}",
         )

@@ -40,7 +40,7 @@ from svc_console.ledger import Ledger
 from svc_console.sandbox.app import estimate as quoted_price
 from svc_console.sandbox.catalog import catalog, settleable_chains
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 SEED = 8402
 LEDGER_SIZES = (10_000, 100_000, 1_000_000)
 PENDING_COUNT = 10_000
@@ -202,7 +202,7 @@ def _historic(rows: int) -> Iterator[tuple[dict, dict | None, dict | None, list[
             "expires_at": at + 900 if state == "expired" else None,
             "endpoint": endpoint.endpoint_json if state != "rejected" else None,
             "estimate": endpoint.estimate_json if state != "rejected" else None,
-            "risk": "[]" if state != "rejected" else None,
+            "risk": "[]",
             "verdict": VERDICT_ASK if state != "rejected" else None,
             "skill": None,
             "funding_url": None,

@@ -1,0 +1,75 @@
+"""`svc-console audit verify`: check that the ledger's event log is the chain the broker wrote.
+
+Exit 0 with the number of events verified and the chain's head (note it down: a later run that
+shows the same head at the same count proves nothing was rewritten since); exit 1 naming the first
+broken link; exit 2 when there is no ledger to check. Always one line, never a traceback. The
+ledger is opened read-only, so this runs beside a console or broker that is using it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+EXIT_BROKEN = 1
+EXIT_USAGE = 2
+
+
+def add_commands(commands: Any, error: Callable[..., Exception]) -> None:
+    """Add `audit verify`; `error(message, exit_code)` is the CLI's one-line error."""
+    audit = commands.add_parser(
+        "audit", help="tamper evidence: check the ledger's hash-chained events"
+    ).add_subparsers(title="audit commands", metavar="COMMAND", required=True)
+    verify = audit.add_parser(
+        "verify",
+        help="verify the event chain from its first event; name the first broken link",
+        description="Walk the ledger's events from the first: each must follow the one before it "
+        "(its prev_hash is that event's hash), its hash must match its content, and no seq may be "
+        "missing. Exit 0 when the chain holds, 1 at the first break.",
+    )
+    verify.add_argument(
+        "--ledger",
+        type=Path,
+        metavar="FILE",
+        help="the ledger file (default: the configured one, the sandbox's when no service is set)",
+    )
+    verify.set_defaults(run=lambda args: run_verify(args, error))
+
+
+def configured_ledger() -> Path:
+    """The ledger the console would open: the real one when a service is configured (by
+    SVC_BASE_URL or settings.toml), else the sandbox's. No credential is needed to audit it."""
+    from svc_console.settings import SettingsError, _service_section, resolve_paths
+
+    paths = resolve_paths()
+    base_url = os.environ.get("SVC_BASE_URL")
+    if not base_url:
+        try:
+            base_url = _service_section(paths.home / "settings.toml").get("base_url")
+        except SettingsError:
+            base_url = None  # the console would refuse to start; audit what is there
+    return paths.ledger(sandbox=not base_url)
+
+
+def run_verify(args: argparse.Namespace, error: Callable[..., Exception]) -> int:
+    from svc_console.core.sanitize import inert_line
+    from svc_console.ledger.audit import AuditError, verify
+
+    path = args.ledger if args.ledger is not None else configured_ledger()
+    try:
+        report = verify(path)
+    except AuditError as exc:
+        raise error(inert_line(str(exc), 300), EXIT_USAGE) from None
+    where = inert_line(str(path), 200)
+    if report.broken is not None:
+        print(
+            f"{where}: chain broken at event {report.broken.seq}: {report.broken.why}"
+            f" ({report.verified:,} events before it verified)"
+        )
+        return EXIT_BROKEN
+    head = f", head {report.head[:16]}" if report.verified else " (the ledger has no events yet)"
+    print(f"{where}: {report.verified:,} events verified; chain intact{head}")
+    return 0

@@ -100,9 +100,9 @@ def _parser() -> argparse.ArgumentParser:
     from svc_console import onboarding_cli
 
     onboarding_cli.add_commands(commands, CommandError)
-    from svc_console.audit_cli import add_commands as add_audit_commands
+    from svc_console.usage_cli import add_commands as add_usage_commands
 
-    add_audit_commands(commands, CommandError)
+    add_usage_commands(commands, CommandError)
     return parser
 
 

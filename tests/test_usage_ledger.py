@@ -170,6 +170,19 @@ def test_a_charge_is_joined_with_its_request_and_decision(ledger: Ledger):
     assert (stored.agent, stored.provider, stored.domain_type) == ("pricing-bot", "prov_p", "A7")
 
 
+def test_what_the_ledger_filled_in_is_not_a_change_on_the_next_sync(ledger: Ledger):
+    key = executed(ledger, "req_a", agent="pricing-bot", provider="prov_p")
+    U.sync_usage(ledger, [charge("ch_1", "0.04", key)])
+    assert row(ledger, "ch_1").agent == "pricing-bot"
+    again = U.sync_usage(ledger, [charge("ch_1", "0.04", key)])
+    assert (again.inserted, again.updated, again.unchanged) == (0, 0, 1)
+    # A real change (the amount) is one, and the row is reconciled again.
+    changed = U.sync_usage(ledger, [charge("ch_1", "0.06", key)])
+    assert changed.updated == 1 and changed.flagged == 1
+    assert row(ledger, "ch_1").state == Reconciled.over
+    assert row(ledger, "ch_1").agent == "pricing-bot"
+
+
 def test_what_the_service_reports_is_kept_over_the_ledger(ledger: Ledger):
     key = executed(ledger, "req_a", agent="pricing-bot", provider="prov_p")
     U.sync_usage(ledger, [charge("ch_1", "0.01", key, agent="svc-account", provider="prov_q")])

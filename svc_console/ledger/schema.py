@@ -125,6 +125,7 @@ def _v3(db: sqlite_utils.Database) -> None:
             state TEXT NOT NULL,
             flag TEXT,
             flagged INTEGER NOT NULL,
+            fingerprint TEXT,
             synced_at REAL NOT NULL
         )"""
     )

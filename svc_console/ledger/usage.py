@@ -17,6 +17,8 @@ read-only (`open_reader`), so a long query never holds up the broker's writes.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import sqlite3
 import time
@@ -67,7 +69,8 @@ _SELECT = ", ".join(ROW_COLUMNS)
 # Newest first; `seq` (the rowid) breaks ties between charges made in the same instant.
 _NEWEST = "ORDER BY at DESC, seq DESC"
 _OLDEST = "ORDER BY at ASC, seq ASC"
-# The service's own fields: a re-synced charge whose fields differ is updated and reconciled again.
+# The service's own fields: a re-synced charge whose fields differ is updated and reconciled
+# again.
 _SERVICE_FIELDS = (
     "at",
     "agent",
@@ -221,19 +224,19 @@ def sync_usage(
         ids = list(latest)
         for chunk in _chunks(ids):
             marks = ",".join("?" * len(chunk))
-            stored = {
-                row[0]: dict(zip(_SERVICE_FIELDS, row[1:], strict=True))
-                for row in conn.execute(
-                    f"SELECT id, {', '.join(_SERVICE_FIELDS)} FROM usage WHERE id IN ({marks})",
-                    list(chunk),
-                )
-            }
+            # Compared by the fingerprint of what the service said, not by the stored columns:
+            # reconciling fills in what the service left out (the agent, say), and that must not
+            # read as a change on the next sync.
+            stored = dict(
+                conn.execute(
+                    f"SELECT id, fingerprint FROM usage WHERE id IN ({marks})", list(chunk)
+                ).fetchall()
+            )
             fresh, changed = [], []
             for charge_id in chunk:
-                row = latest[charge_id]
                 if charge_id not in stored:
                     fresh.append(charge_id)
-                elif stored[charge_id] != row:
+                elif stored[charge_id] != fingerprint(latest[charge_id]):
                     changed.append(charge_id)
             _insert_new(conn, [(i, latest[i]) for i in fresh], now)
             _update_changed(conn, [(i, latest[i]) for i in changed], now)
@@ -244,18 +247,31 @@ def sync_usage(
     return SyncResult(received, inserted, updated, received - inserted - updated, flagged)
 
 
+def fingerprint(row: dict[str, object]) -> str:
+    """A digest of the service's fields of one charge."""
+    text = json.dumps(row, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
 def _insert_new(
     conn: sqlite3.Connection, rows: list[tuple[str, dict[str, object]]], now: float
 ) -> None:
     if not rows:
         return
-    columns = ("id", *_SERVICE_FIELDS, "state", "flagged", "synced_at")
+    columns = ("id", *_SERVICE_FIELDS, "fingerprint", "state", "flagged", "synced_at")
     sql = f"INSERT INTO usage ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
     # Stored as uncovered until `_reconcile_ids` looks, in the same transaction.
     conn.executemany(
         sql,
         [
-            (charge_id, *(row[f] for f in _SERVICE_FIELDS), Reconciled.uncovered.value, 1, now)
+            (
+                charge_id,
+                *(row[f] for f in _SERVICE_FIELDS),
+                fingerprint(row),
+                Reconciled.uncovered.value,
+                1,
+                now,
+            )
             for charge_id, row in rows
         ],
     )
@@ -268,8 +284,11 @@ def _update_changed(
         return
     sets = ", ".join(f"{f} = ?" for f in _SERVICE_FIELDS)
     conn.executemany(
-        f"UPDATE usage SET {sets}, synced_at = ? WHERE id = ?",
-        [(*(row[f] for f in _SERVICE_FIELDS), now, charge_id) for charge_id, row in rows],
+        f"UPDATE usage SET {sets}, fingerprint = ?, synced_at = ? WHERE id = ?",
+        [
+            (*(row[f] for f in _SERVICE_FIELDS), fingerprint(row), now, charge_id)
+            for charge_id, row in rows
+        ],
     )
 
 

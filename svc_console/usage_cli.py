@@ -1,0 +1,111 @@
+"""`svc-console usage export`: the usage history for finance, as CSV or JSON, from the ledger.
+
+It reads the ledger file read-only, so it runs beside a console or a broker that is using it. The
+work is `usage_export`'s; this module only turns options into a filter and reports in one line.
+Imports are lazy so `svc-console --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+EXIT_USAGE = 2
+STATES = ("flagged", "ok", "uncovered", "over")
+
+
+def add_commands(commands: Any, error: Callable[..., Exception]) -> None:
+    """Add `usage export` to the command line; `error(message, exit_code)` is the CLI's error."""
+    usage = commands.add_parser("usage", help="finance: the synced usage history").add_subparsers(
+        title="usage commands", metavar="COMMAND", required=True
+    )
+    export = usage.add_parser(
+        "export",
+        help="the usage history as CSV or JSON, oldest first",
+        description="Write the usage history (every charge the service made, with the approval "
+        "that covers it and reconciliation flags) as CSV or JSON. Times are UTC.",
+    )
+    export.add_argument(
+        "--since", help="30d, 12h, 2026-05-01 or an ISO-8601 time (default: from the first charge)"
+    )
+    export.add_argument("--until", help="the same forms; a date includes that whole day")
+    export.add_argument(
+        "--format", choices=("csv", "json"), help="default: the --output file's suffix, else csv"
+    )
+    export.add_argument(
+        "--output", "-o", type=Path, help="a file to write, owner-only (default: standard output)"
+    )
+    export.add_argument("--agent", help="only this agent's charges")
+    export.add_argument("--provider", help="only this provider's charges")
+    export.add_argument("--chain", help="only charges settled on this chain")
+    export.add_argument("--domain-type", help="only this domain type (A1-A22)")
+    export.add_argument(
+        "--state",
+        choices=STATES,
+        help="flagged (no approval covers it, or above the approval), ok, uncovered, over",
+    )
+    export.set_defaults(run=lambda args: run_export(args, error))
+
+
+def run_export(args: argparse.Namespace, error: Callable[..., Exception]) -> int:
+    import sqlite3
+    import time
+
+    from svc_console.core.usage import UsageFilter
+    from svc_console.ledger.usage import open_reader
+    from svc_console.settings import resolve_paths
+    from svc_console.usage_export import (
+        ExportError,
+        export,
+        export_file,
+        format_for,
+        parse_since,
+        parse_until,
+    )
+
+    paths = resolve_paths()
+    # As the console chooses: the sandbox's ledger unless a real service is configured.
+    ledger = paths.ledger(sandbox=not os.environ.get("SVC_BASE_URL"))
+    if not ledger.exists():
+        raise error(f"no ledger at {ledger}: nothing has been recorded yet", EXIT_USAGE)
+    now = time.time()
+    try:
+        f = UsageFilter(
+            since=parse_since(args.since, now) if args.since else None,
+            until=parse_until(args.until, now) if args.until else None,
+            agent=args.agent,
+            provider=args.provider,
+            chain=args.chain,
+            domain_type=args.domain_type,
+            state=args.state,
+        )
+    except (ExportError, ValueError) as exc:
+        raise error(str(exc), EXIT_USAGE) from None
+    fmt = format_for(args.output, args.format)
+    try:
+        conn = open_reader(ledger)
+    except sqlite3.Error as exc:
+        raise error(f"cannot read {ledger}: {exc}") from None
+    try:
+        if args.output is None:
+            export(conn, f, fmt, sys.stdout)
+            sys.stdout.flush()
+            return 0
+        written = export_file(conn, f, fmt, args.output)
+    except ExportError as exc:
+        raise error(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise error(f"cannot read {ledger}: {exc}") from None
+    except BrokenPipeError:
+        # The reader (head, a pager) stopped listening: not an error. Standard output is pointed
+        # at /dev/null so the interpreter's last flush does not complain either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    finally:
+        conn.close()
+    print(f"{written:,} charges written to {args.output}", file=sys.stderr)
+    return 0

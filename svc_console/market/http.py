@@ -1,8 +1,10 @@
 """The one place HTTP answers become typed results or `market.errors` exceptions."""
 
+import asyncio
 import base64
 import binascii
 import json
+import weakref
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -18,19 +20,39 @@ T = TypeVar("T")
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol)
 
 
+# At most this many requests of one client are in httpx at a time; the others wait their turn here.
+# httpcore finds a connection for a waiting request by checking every waiting request against every
+# connection, each time a request starts or ends: with hundreds waiting in one pool (a burst of
+# submissions from many agents) that work grows with the square of the queue, holds the event loop
+# for seconds and sends waiting requests past their pool timeout (the intake then rejects them).
+# Below httpx's default pool of 100 connections, no request ever waits inside httpcore.
+MAX_IN_FLIGHT = 64
+_in_flight: weakref.WeakKeyDictionary[httpx.AsyncClient, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def timeout(total_s: float = 30.0) -> httpx.Timeout:
     return httpx.Timeout(total_s, connect=5.0)
 
 
+def _slots(client: httpx.AsyncClient) -> asyncio.Semaphore:
+    slots = _in_flight.get(client)
+    if slots is None:
+        slots = _in_flight[client] = asyncio.Semaphore(MAX_IN_FLIGHT)
+    return slots
+
+
 async def send(client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> httpx.Response:
-    try:
-        return await client.request(method, url, **kwargs)
-    except _NOT_SENT as exc:
-        raise errors.ServiceUnreachable(f"cannot reach {client.base_url.host}: {exc}") from None
-    except httpx.TransportError as exc:
-        raise errors.OutcomeUnknown(
-            f"{client.base_url.host} did not answer ({type(exc).__name__})"
-        ) from None
+    async with _slots(client):
+        try:
+            return await client.request(method, url, **kwargs)
+        except _NOT_SENT as exc:
+            raise errors.ServiceUnreachable(f"cannot reach {client.base_url.host}: {exc}") from None
+        except httpx.TransportError as exc:
+            raise errors.OutcomeUnknown(
+                f"{client.base_url.host} did not answer ({type(exc).__name__})"
+            ) from None
 
 
 def _error_body(response: httpx.Response) -> dict[str, Any]:

@@ -95,8 +95,11 @@ def measure_echo(rounds: int, count: int) -> list[float]:
     return samples
 
 
-def measure_ledger(rows: int, rounds: int, profile: str | None = None) -> tuple[list[float], str]:
-    """Samples on a ledger of `rows` historic requests (0: a fresh one), in `rounds` rounds."""
+def measure_ledger(
+    rows: int, rounds: int, profile: str | None = None
+) -> tuple[list[float], str, float]:
+    """Samples on a ledger of `rows` historic requests (0: a fresh one), in `rounds` rounds; the
+    policy engine's name; the broker process's CPU milliseconds per request."""
     home = Path(tempfile.mkdtemp(prefix="svc-bench-"))
     try:
         if rows:
@@ -104,9 +107,11 @@ def measure_ledger(rows: int, rounds: int, profile: str | None = None) -> tuple[
         samples: list[float] = []
         with BrokerHost(home, profile=profile) as host:
             measure_decisions(host, WARMUP, 0)
+            cpu = host.cpu_seconds()
             for r in range(rounds):
                 samples += measure_decisions(host, SAMPLES_PER_ROUND, WARMUP + r * 1000)
-        return samples, host.engine
+            cpu = host.cpu_seconds() - cpu
+        return samples, host.engine, cpu * 1000 / len(samples)
     finally:
         shutil.rmtree(home, ignore_errors=True)
         Path(f"{home}-broker.err").unlink(missing_ok=True)
@@ -115,8 +120,8 @@ def measure_ledger(rows: int, rounds: int, profile: str | None = None) -> tuple[
 def run(runs: int) -> list[BenchResult]:
     profile = harness.profile_prefix("decision")
     if profile:
-        samples, engine = measure_ledger(0, runs, profile=profile)
-        return [_result("decision path (profiled)", samples, None, engine, 0, None)]
+        samples, engine, cpu = measure_ledger(0, runs, profile=profile)
+        return [_result("decision path (profiled)", samples, None, engine, cpu, 0, None)]
     echo = Baseline(
         "bare JSON-line echo over a Unix socket (asyncio server, blocking client)",
         Figures.of(measure_echo(runs, SAMPLES_PER_ROUND)),
@@ -124,9 +129,9 @@ def run(runs: int) -> list[BenchResult]:
     results = []
     reference = None
     for rows in (0, *data.LEDGER_SIZES):
-        samples, engine = measure_ledger(rows, runs)
+        samples, engine, cpu = measure_ledger(rows, runs)
         name = "decision path" if rows == 0 else f"decision path, {rows:,} ledger rows"
-        result = _result(name, samples, echo, engine, rows, reference)
+        result = _result(name, samples, echo, engine, cpu, rows, reference)
         reference = reference or result.figures
         results.append(result)
     return results
@@ -137,6 +142,7 @@ def _result(
     samples: list[float],
     baseline: Baseline | None,
     engine: str,
+    cpu_ms: float,
     rows: int,
     reference: Figures | None,
 ) -> BenchResult:
@@ -145,10 +151,10 @@ def _result(
         statistics.median(samples[i : i + SAMPLES_PER_ROUND])
         for i in range(0, len(samples), SAMPLES_PER_ROUND)
     ]
-    note = ""
+    note = f"broker process CPU {cpu_ms:.1f} ms a request"
     if reference is not None:
-        note = (
-            f"median x{figures.median / reference.median:.2f},"
+        note += (
+            f"; median x{figures.median / reference.median:.2f},"
             f" p99 x{(figures.p99 or 0) / (reference.p99 or 1):.2f} of the empty ledger's"
         )
     return BenchResult(
@@ -160,6 +166,7 @@ def _result(
         context={
             "ledger_rows": rows,
             "policy": engine,
+            "broker_cpu_ms_per_request": round(cpu_ms, 3),
             "round_medians_ms": [round(m, 3) for m in per_round],
             "clock": "CLOCK_MONOTONIC, agent send to broker listener",
         },

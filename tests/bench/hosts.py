@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import sys
 import threading
 import time
@@ -35,14 +36,25 @@ DECIDED = frozenset({"pending", "denied", "auto_approved", "rejected"})
 SANDBOX_BALANCE = Decimal(1_000_000)  # auto-approved executions must never run dry mid-run
 
 
+def _report_cpu() -> None:
+    # The process's CPU time (every thread: the broker's loop and the sandbox's), so a benchmark
+    # can divide it by the requests it sent: a figure a busy machine inflates far less than time.
+    times = os.times()
+    sys.stdout.write(f"cpu {times.user + times.system}\n")
+    sys.stdout.flush()
+
+
 def _stdin_closed(loop: asyncio.AbstractEventLoop) -> asyncio.Event:
-    """An event set when the driving process closes our stdin (or writes `stop`)."""
+    """An event set when the driving process closes our stdin (or writes `stop`); `cpu` asks for
+    the process's CPU time."""
     closed = asyncio.Event()
 
     def watch() -> None:
         for line in sys.stdin:
             if line.strip() == "stop":
                 break
+            if line.strip() == "cpu":
+                loop.call_soon_threadsafe(_report_cpu)  # written by the loop: lines never mix
         loop.call_soon_threadsafe(closed.set)
 
     threading.Thread(target=watch, daemon=True, name="stdin-watch").start()
@@ -278,6 +290,7 @@ class BrokerHost:
             argv.append("--sandbox-process")
         self._argv = argv
         self.visible: dict[str, tuple[str, int]] = {}
+        self._cpu: list[float] = []
         self._changed = threading.Condition()
         self.socket = home / "svc.sock"
         self.engine = ""
@@ -307,10 +320,24 @@ class BrokerHost:
     def _read(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
-            request_id, state, ns = line.split()
+            first, *rest = line.split()
             with self._changed:
-                self.visible[request_id] = (state, int(ns))
+                if first == "cpu":
+                    self._cpu.append(float(rest[0]))
+                else:
+                    self.visible[first] = (rest[0], int(rest[1]))
                 self._changed.notify_all()
+
+    def cpu_seconds(self, timeout_s: float = 10.0) -> float:
+        """The host process's CPU time so far (user and system, all threads)."""
+        assert self.process.stdin is not None
+        with self._changed:
+            asked = len(self._cpu)
+            self.process.stdin.write("cpu\n")
+            self.process.stdin.flush()
+            if not self._changed.wait_for(lambda: len(self._cpu) > asked, timeout_s):
+                raise TimeoutError("the broker host did not report its CPU time")
+            return self._cpu[-1]
 
     def wait_visible(self, request_id: str, timeout_s: float = 30.0) -> tuple[str, int]:
         with self._changed:

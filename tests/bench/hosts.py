@@ -93,15 +93,18 @@ def _save(profiler: Any, prefix: str) -> None:
     Path(f"{prefix}.html").write_text(profiler.output_html())
 
 
-def _load_policy(path: str | None) -> tuple[Any, str]:
-    """The policy engine the broker uses, and a line saying which it is."""
+def _policy_options(path: str | None) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """What the runtime is given for the policy (its own options, the broker's), and a line
+    naming the policy for the results."""
     if path is None:
         from svc_console.policy import ManualReview
 
-        return ManualReview(), "ManualReview (no SKILLS.md policy: every request goes to pending)"
+        engine = "ManualReview (no SKILLS.md policy: every request goes to pending)"
+        return {}, {"policy": ManualReview()}, engine
     import policy_engine
 
-    return policy_engine.load(Path(path))
+    # As the console runs one: a live SKILLS.md, loaded, compiled and watched by the runtime.
+    return {"policy_files": [Path(path)]}, {}, policy_engine.describe(Path(path))
 
 
 def _wait_for_health(base_url: str, deadline: float) -> None:
@@ -159,11 +162,15 @@ async def _broker(args: argparse.Namespace) -> None:
     home = Path(args.home)
     paths = Paths(home=home, socket=home / "svc.sock", explicit_home=True)
     logs.configure(paths.logs)
-    policy, engine = _load_policy(args.policy)
+    runtime_options, broker_options, engine = _policy_options(args.policy)
     sandbox = _SandboxProcess(home) if args.sandbox_process else _profiled_sandbox(args.profile)
     sandbox.start()
     runtime = Runtime(
-        paths=paths, sandbox=sandbox, config=BrokerConfig(), broker_options={"policy": policy}
+        paths=paths,
+        sandbox=sandbox,
+        config=BrokerConfig(),
+        broker_options=broker_options,
+        **runtime_options,
     )
     loop = asyncio.get_running_loop()
     stop = _stdin_closed(loop)

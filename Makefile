@@ -22,9 +22,9 @@ test: $(STAMP)
 
 # Every performance target beside its baseline (tests/bench/run.py): RUNS=N repeats, ONLY=a,b
 # picks benchmarks, PROFILE=decision profiles one of them instead.
+BENCH_ARGS = $(if $(RUNS),--runs $(RUNS)) $(if $(ONLY),--only $(ONLY)) $(if $(PROFILE),--profile $(PROFILE))
 bench: $(STAMP)
-	$(BIN)/python tests/bench/run.py $(if $(RUNS),--runs $(RUNS)) $(if $(ONLY),--only $(ONLY)) \
-		$(if $(PROFILE),--profile $(PROFILE))
+	$(BIN)/python tests/bench/run.py $(strip $(BENCH_ARGS))
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -413,8 +413,19 @@ def copy_ledger(source: Path, home: Path) -> Path:
     return target
 
 
+def prune_stale() -> None:
+    """Remove this generator's caches under other keys (an older schema, catalogue or version):
+    a 1,000,000-row ledger is gigabytes."""
+    current = cache_dir()
+    for folder in current.parent.glob("v*-schema-*-catalogue-*"):
+        if folder != current and folder.is_dir():
+            _say(f"removing the stale cache {folder.name}/")
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def prepare_all() -> None:
     """Everything `make bench` needs, generated now rather than inside a timed run."""
+    prune_stale()
     catalogue()
     for rows in LEDGER_SIZES:
         ledger(rows)

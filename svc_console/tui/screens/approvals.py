@@ -189,7 +189,9 @@ class ApprovalsScreen(Screen[None]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
-        self._show_selected()
+        # A reload has already shown the request its cursor landed on: draw the detail once.
+        if self.table.selected_id != self.query_one(RequestDetail).shown_id:
+            self._show_selected()
 
     def on_paged_table_edge(self, event: PagedTable.Edge) -> None:
         event.stop()

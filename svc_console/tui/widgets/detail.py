@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
-from rich.console import Group, RenderableType
-from rich.table import Table
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.segment import Segment
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widget import Widget
 
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
@@ -35,6 +36,37 @@ def inputs_json(inputs: dict[str, object]) -> str:
     return inert(text, MAX_INPUTS_CHARS)
 
 
+class Fields:
+    """Label and value rows where a long value wraps under itself, not under its label.
+
+    What a two-column `Table.grid` would draw, at a fraction of its cost: the detail is drawn
+    again on every move of the cursor, and a table measures every cell before it draws one."""
+
+    MIN_LABEL = 9
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Text, Text]] = []
+
+    def add(self, label: Text, value: Text) -> None:
+        self.rows.append((label, value))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        label_width = max([self.MIN_LABEL, *(label.cell_len for label, _ in self.rows)])
+        value_width = max(1, options.max_width - label_width - 1)
+        indent = Text(" " * (label_width + 1))
+        for label, value in self.rows:
+            for index, line in enumerate(value.wrap(console, value_width)):
+                if index == 0:
+                    head = label.copy()
+                    head.truncate(label_width, pad=True)
+                    head.append(" ")
+                else:
+                    head = indent
+                yield from head.render(console)
+                yield from line.render(console)
+                yield Segment.line()
+
+
 def render(
     request: SpendRequest,
     colours: Palette,
@@ -44,7 +76,7 @@ def render(
     """The whole detail as one renderable: headed sections, each a grid of label and value so a
     long value wraps under itself rather than under its label."""
     parts: list[RenderableType] = []
-    rows: Table | None = None
+    rows: Fields | None = None
 
     def heading(title: str) -> None:
         nonlocal rows
@@ -54,11 +86,9 @@ def render(
     def field(label: str | Text, value: str | Text) -> None:
         nonlocal rows
         if rows is None:
-            rows = Table.grid(padding=(0, 1))
-            rows.add_column(no_wrap=True, min_width=9)
-            rows.add_column(ratio=1)
+            rows = Fields()
             parts.append(rows)
-        rows.add_row(
+        rows.add(
             label if isinstance(label, Text) else Text(label, style=colours.label),
             value if isinstance(value, Text) else Text(value),
         )
@@ -196,15 +226,20 @@ def render(
     return Group(*parts)
 
 
-class RequestDetail(VerticalScroll):
-    """Scrollable detail of the selected request (or a hint when nothing is selected)."""
+class RequestDetail(ScrollView):
+    """Scrollable detail of the selected request (or a hint when nothing is selected).
+
+    The detail is rendered into lines once per change and drawn through the line API. Its vertical
+    scrollbar is always there (CSS), so a detail of another length changes no layout: showing
+    another request repaints this panel alone instead of reflowing the whole screen, which keeps a
+    key press on the queue to one cheap frame."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.shown_id: str | None = None
-
-    def compose(self) -> ComposeResult:
-        yield Static(id="detail-body", markup=False)
+        self._content: RenderableType | None = None
+        self._lines: list[Strip] = []
+        self._width = 0
 
     def show(
         self,
@@ -213,13 +248,62 @@ class RequestDetail(VerticalScroll):
         confirm: Decimal | None,
         now: float | None = None,
     ) -> None:
-        body = self.query_one("#detail-body", Static)
         new_id = request.id if request else None
-        if new_id != self.shown_id:
-            # Another request: start at its top, not where the previous one was scrolled to.
-            self.scroll_home(animate=False)
-            self.shown_id = new_id
         if request is None:
-            body.update(Text("Select a request to see its detail.", style=colours.label))
+            self._content = Text("Select a request to see its detail.", style=colours.label)
         else:
-            body.update(render(request, colours, confirm, now))
+            self._content = render(request, colours, confirm, now)
+        # Another request starts at its top, not where the previous one was scrolled to.
+        self._draw(keep_scroll=new_id == self.shown_id)
+        self.shown_id = new_id
+
+    @property
+    def text(self) -> str:
+        """What the detail shows, as plain text (all of it, not only the part in view)."""
+        return "\n".join(strip.text.rstrip() for strip in self._lines)
+
+    def _draw(self, *, keep_scroll: bool) -> None:
+        width = self.scrollable_content_region.width
+        if self._content is None:
+            return
+        if width <= 0:
+            # Hidden (the empty state) or not laid out yet: drawn once it has a width.
+            self._width = 0
+            self.call_after_refresh(self._draw_if_stale)
+            return
+        console = self.app.console
+        segments = console.render(self._content, console.options.update_width(width))
+        lines = Segment.split_and_crop_lines(segments, width, pad=True)
+        self._lines = [Strip(line, width) for line in lines]
+        self._width = width
+        size = Size(width, len(self._lines))
+        # Set without the layout a change of virtual size asks for: nothing outside moves.
+        self.set_reactive(Widget.virtual_size, size)
+        bar = self.vertical_scrollbar
+        bar.window_virtual_size = size.height
+        bar.window_size = self.scrollable_content_region.height
+        bar.refresh()
+        y = self.validate_scroll_y(self.scroll_y if keep_scroll else 0)
+        self.set_reactive(ScrollView.scroll_y, y)
+        self.set_reactive(ScrollView.scroll_target_y, y)
+        bar.position = y
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        index = y + int(self.scroll_y)
+        style = self.rich_style
+        if 0 <= index < len(self._lines):
+            return self._lines[index].apply_style(style)
+        return Strip.blank(self.scrollable_content_region.width, style)
+
+    def _draw_if_stale(self) -> None:
+        # Lines are wrapped when rendered: a new width needs them rendered again.
+        width = self.scrollable_content_region.width
+        if width > 0 and width != self._width:
+            self._draw(keep_scroll=True)
+
+    def on_resize(self) -> None:
+        self._draw_if_stale()
+
+    def on_show(self) -> None:
+        self._draw_if_stale()

@@ -46,4 +46,5 @@ class ListStatus(Static):
         grid.add_column(no_wrap=True)
         grid.add_column(justify="right", no_wrap=True, overflow="ellipsis")
         grid.add_row(tabs, right)
-        self.update(grid)
+        # One line whatever it says: no layout of the screen is needed to show it.
+        self.update(grid, layout=False)

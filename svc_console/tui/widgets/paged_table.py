@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from svc_console.core.models import SpendRequest
 from svc_console.tui.colors import Palette
@@ -91,13 +91,17 @@ class PagedTable(DataTable[Text]):
             self.move_cursor(row=max(0, min(row, self.row_count - 1)))
 
     def tick(self, now: float, colours: Palette) -> None:
-        """Refresh the cells that depend on the clock."""
+        """Refresh the cells that depend on the clock, and only those whose text changed: any
+        update makes the table render every visible cell again."""
         for request in self.requests.values():
-            for key, cell in zip(
-                self.CLOCK_COLUMNS, self.clock_cells(request, now, colours), strict=True
-            ):
+            cells = self.clock_cells(request, now, colours)
+            for key, cell in zip(self.CLOCK_COLUMNS, cells, strict=True):
+                shown = self.get_cell(request.id, key)
+                if (shown.plain, shown.style) == (cell.plain, cell.style):
+                    continue
                 # Widths may grow ("59s" → "1m 00s"); a cell is never cut to its old width.
-                self.update_cell(request.id, key, cell, update_width=True)
+                wider = cell.cell_len > self.columns[ColumnKey(key)].content_width
+                self.update_cell(request.id, key, cell, update_width=wider)
 
     # -- leaving the page -----------------------------------------------------------------------
 

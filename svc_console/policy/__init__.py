@@ -1,24 +1,65 @@
 """Policy: what may be spent, decided before the operator sees a request.
 
-Until SKILLS.md policies are loaded, `ManualReview` applies: nothing is denied or approved by a
-rule, every request goes to the operator (DESIGN.md: nothing is auto-approved unless written).
+SKILLS.md policies (`policies/README.md` documents the vocabulary) are read by `loader`, checked
+against the vocabulary of `rules`, compiled and evaluated by `engine` against the rolling budget
+totals of `budgets`, and kept in force by `live` (reloaded by `watch`). `simulate`, `schema` and
+`drift` serve policy authors.
+
+With no policy file, `ManualReview` applies: nothing is denied or approved by a rule, every request
+goes to the operator (DESIGN.md: nothing is auto-approved unless written).
+
+The package imports nothing of the broker, the ledger or the screens.
 """
 
-from typing import Protocol
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Protocol
 
 from svc_console.core.models import EndpointRecord, Estimate, SpendRequest, Verdict
 
 
 class PolicyEngine(Protocol):
+    """What the broker asks of a policy."""
+
     def evaluate(
-        self, request: SpendRequest, endpoint: EndpointRecord, estimate: Estimate
+        self,
+        request: SpendRequest,
+        endpoint: EndpointRecord | None,
+        estimate: Estimate | None,
+        *,
+        now: float | None = None,
+        dataset: Any = None,
     ) -> Verdict: ...
+
+    @property
+    def confirm_above_usdc(self) -> Decimal | None:
+        """Above this approval ceiling the operator types the amount; None: the broker's own."""
+
+    @property
+    def pending_ttl_s(self) -> float | None:
+        """How long a request waits for the operator; None: the broker's own."""
+
+    def approval_blocked(self, request: SpendRequest, now: float | None = None) -> str | None:
+        """Why an operator's approval must be refused now (a deny, a spent budget), or None."""
 
 
 class ManualReview:
     """The fail-closed default: the operator decides everything."""
 
+    confirm_above_usdc: Decimal | None = None
+    pending_ttl_s: float | None = None
+
     def evaluate(
-        self, request: SpendRequest, endpoint: EndpointRecord, estimate: Estimate
+        self,
+        request: SpendRequest,
+        endpoint: EndpointRecord | None,
+        estimate: Estimate | None,
+        *,
+        now: float | None = None,
+        dataset: Any = None,
     ) -> Verdict:
         return Verdict(outcome="ask", summary="no policy rule decides this: the operator does")
+
+    def approval_blocked(self, request: SpendRequest, now: float | None = None) -> str | None:
+        return None

@@ -94,6 +94,59 @@ def _v1(db: sqlite_utils.Database) -> None:
     )
 
 
+def _v2(db: sqlite_utils.Database) -> None:
+    """Policies: each policy version seen, budget reservations and the running totals per bucket
+    and minute (ledger/budgets.py, ledger/policy_versions.py). Approvals recorded before this step
+    are counted in the totals here, once, so upgrading never forgets spend a budget must see.
+
+    Written with IF NOT EXISTS, like _v3, while the migrations of parallel work are put in order."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS policy_versions (
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            at REAL NOT NULL,
+            saved_by TEXT,
+            valid INTEGER NOT NULL,
+            error TEXT,
+            text TEXT NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS policy_versions_path ON policy_versions(path, id)")
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS budget_reservations (
+            id INTEGER PRIMARY KEY,
+            request_id TEXT NOT NULL REFERENCES requests(id),
+            decision_id INTEGER REFERENCES decisions(id),
+            slot INTEGER NOT NULL,
+            buckets TEXT NOT NULL,
+            reserved_usdc INTEGER NOT NULL,
+            settled_usdc INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            at REAL NOT NULL,
+            closed_at REAL
+        )"""
+    )
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS budget_reservations_open"
+        " ON budget_reservations(request_id, state)"
+    )
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS budget_slots (
+            scope TEXT NOT NULL,
+            key TEXT NOT NULL,
+            slot INTEGER NOT NULL,
+            reserved_usdc INTEGER NOT NULL DEFAULT 0,
+            settled_usdc INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (scope, key, slot)
+        ) WITHOUT ROWID"""
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS budget_slots_slot ON budget_slots(slot)")
+    from svc_console.ledger.budgets import backfill
+
+    backfill(db)
+
+
 def _v3(db: sqlite_utils.Database) -> None:
     """The synced usage history (ledger/usage.py).
 
@@ -142,7 +195,7 @@ def _v3(db: sqlite_utils.Database) -> None:
         db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON usage({columns})")
 
 
-MIGRATIONS = [_v1, _v3]
+MIGRATIONS = [_v1, _v2, _v3]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

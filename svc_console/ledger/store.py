@@ -8,26 +8,31 @@ mid-call leaves evidence (invariant 3).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
+from svc_console.core.buckets import Change
 from svc_console.core.models import Decision, Outcome, SpendRequest
 from svc_console.core.money import from_atomic, to_atomic
 from svc_console.core.states import FINAL, State, check_transition
+from svc_console.ledger import budgets
 from svc_console.ledger.request_windows import RequestQuery
 from svc_console.ledger.schema import migrate
 
 GENESIS = "0" * 64
 _JSON_COLUMNS = ("inputs", "endpoint", "estimate", "risk", "verdict")
+# States in which an approval's budget reservation is given back: nothing was or will be paid on it.
+_RELEASES = frozenset({State.failed, State.denied, State.expired, State.cancelled, State.repriced})
 
 
 class LedgerLocked(Exception):
@@ -44,6 +49,9 @@ class Ledger:
         never interleave decisions and executions on one file."""
         self.path = path
         self._lock_fd: int | None = None
+        # Told of the budget totals' changes once their transaction commits (policy's totals).
+        self.budget_listeners: list[Callable[[list[Change]], None]] = []
+        self._budget_changes: list[Change] = []
         if exclusive:
             self._lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
             try:
@@ -87,6 +95,16 @@ class Ledger:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+
+    @contextlib.contextmanager
+    def _committing(self) -> Iterator[None]:
+        """One transaction; the budget changes it made reach the listeners after it commits."""
+        self._budget_changes = []
+        with self.db.atomic():
+            yield
+        changes, self._budget_changes = self._budget_changes, []
+        for listener in self.budget_listeners if changes else ():
+            listener(changes)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -140,7 +158,7 @@ class Ledger:
         """Move a request to `target`, checking the state machine, with any fields it learned
         (endpoint, estimate, risk, verdict, reason, expires_at, funding_url) in one transaction."""
         at = time.time() if at is None else at
-        with self.db.atomic():
+        with self._committing():
             current = self._state(request_id)
             check_transition(current, target)
             self._write_state(request_id, target, at, fields)
@@ -155,6 +173,10 @@ class Ledger:
             updates["provider"] = fields["endpoint"].provider
         self.db["requests"].update(request_id, updates)
         self._event(request_id, str(target), {"reason": fields.get("reason")}, at)
+        if target in _RELEASES:
+            change = budgets.release(self.db, request_id, at)
+            if change is not None:
+                self._budget_changes.append(change)
 
     def _state(self, request_id: str) -> State:
         row = self.db.execute("SELECT state FROM requests WHERE id = ?", [request_id]).fetchone()
@@ -164,10 +186,20 @@ class Ledger:
 
     # -- decisions and executions -------------------------------------------------------------
 
-    def decide(self, request_id: str, decision: Decision, target: State, **fields: Any) -> int:
+    def decide(
+        self,
+        request_id: str,
+        decision: Decision,
+        target: State,
+        *,
+        budget_rule: str | None = None,
+        **fields: Any,
+    ) -> int:
         """Commit a decision and the state it leads to; returns the decision's id. Committed
-        before this returns, so no execution can start on an unrecorded decision."""
-        with self.db.atomic():
+        before this returns, so no execution can start on an unrecorded decision. An approval
+        reserves its ceiling in the budget totals in the same transaction (and in the totals of
+        `budget_rule`, the auto-approve rule that made it)."""
+        with self._committing():
             check_transition(self._state(request_id), target)
             decision_id = (
                 self.db["decisions"]
@@ -187,6 +219,13 @@ class Ledger:
             )
             reason = None if decision.approved else decision.note
             self._write_state(request_id, target, decision.at, {"reason": reason, **fields})
+            if decision.approved and decision.ceiling_usdc is not None:
+                amount = to_atomic(decision.ceiling_usdc)
+                self._budget_changes.append(
+                    budgets.reserve(
+                        self.db, request_id, int(decision_id), amount, decision.at, budget_rule
+                    )
+                )
         return int(decision_id)
 
     def latest_decision(self, request_id: str) -> tuple[int, Decision] | None:
@@ -239,7 +278,7 @@ class Ledger:
         error: str | None = None,
         **fields: Any,
     ) -> None:
-        with self.db.atomic():
+        with self._committing():
             row = self.db["executions"].get(execution_id)
             check_transition(self._state(row["request_id"]), target)
             self.db["executions"].update(
@@ -254,6 +293,11 @@ class Ledger:
                 },
             )
             self._write_state(row["request_id"], target, at, {"reason": error, **fields})
+            if target == State.succeeded and outcome is not None:
+                charged = to_atomic(outcome.charged_usdc)
+                change = budgets.settle(self.db, row["request_id"], charged, at)
+                if change is not None:
+                    self._budget_changes.append(change)
 
     def attempts(self, request_id: str, decision_id: int | None = None) -> int:
         """Execution attempts of a request, or of one of its approvals."""
@@ -288,12 +332,20 @@ class Ledger:
     def window(
         self, query: RequestQuery, *, offset: int = 0, limit: int = 50
     ) -> list[SpendRequest]:
-        """One page of the requests a query selects, in its order: what a screen shows."""
+        """One page of the requests a query selects, in its order: what a screen shows.
+
+        The ids are sorted first and the page's rows read after: sorting whole rows (inputs,
+        endpoint records, skill.md) would copy every row of the queue into SQLite's sorter."""
         where, args = query.where()
-        sql = f"SELECT * FROM requests WHERE {where} ORDER BY {query.order_by()} LIMIT ? OFFSET ?"
-        rows = self.db.execute(sql, [*args, limit, max(0, offset)]).fetchall()
+        sql = f"SELECT id FROM requests WHERE {where} ORDER BY {query.order_by()} LIMIT ? OFFSET ?"
+        ids = [row[0] for row in self.db.execute(sql, [*args, limit, max(0, offset)])]
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(f"SELECT * FROM requests WHERE id IN ({marks})", ids).fetchall()
         columns = self._columns("requests")
-        return [self._hydrate(dict(zip(columns, row, strict=True))) for row in rows]
+        by_id = {row[0]: row for row in rows}
+        return [self._hydrate(dict(zip(columns, by_id[i], strict=True))) for i in ids]
 
     def count(self, query: RequestQuery) -> int:
         """How many requests a query selects (the length of all its pages)."""

@@ -1,0 +1,155 @@
+"""Budget reservations and running totals in the ledger, so budgets survive a restart without a
+scan of past requests.
+
+An approval (by the operator or by a policy rule) reserves its ceiling in the request's buckets
+(`core.buckets`) in the same transaction as the decision; success settles it at the amount
+actually charged; failure, denial, expiry, cancellation or a re-price release it. `budget_slots`
+holds the totals per bucket and minute (reserved and settled), which is all the policy engine
+loads at start. Each function runs inside the caller's transaction and returns the change it made
+to the totals, for the in-memory copy to follow once the transaction commits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import sqlite_utils
+
+from svc_console.core.buckets import Bucket, Change, buckets_for, slot_of
+
+
+def reserve(
+    db: sqlite_utils.Database,
+    request_id: str,
+    decision_id: int,
+    amount: int,
+    at: float,
+    rule: str | None = None,
+) -> Change:
+    """Reserve `amount` (atomic USDC) for an approved request in its buckets (and, approved by an
+    auto-approve `rule`, in that rule's)."""
+    agent, provider, domain_type = db.execute(
+        "SELECT agent, provider, json_extract(endpoint, '$.domain_type') FROM requests"
+        " WHERE id = ?",
+        [request_id],
+    ).fetchone()
+    buckets = buckets_for(agent, provider, domain_type, rule)
+    slot = slot_of(at)
+    db["budget_reservations"].insert(
+        {
+            "request_id": request_id,
+            "decision_id": decision_id,
+            "slot": slot,
+            "buckets": json.dumps(buckets),
+            "reserved_usdc": amount,
+            "settled_usdc": 0,
+            "state": "reserved",
+            "at": at,
+        }
+    )
+    _add(db, buckets, slot, reserved=amount)
+    return buckets, slot, amount
+
+
+def settle(db: sqlite_utils.Database, request_id: str, charged: int, at: float) -> Change | None:
+    """The request succeeded and was charged `charged`: the reservation becomes settled spend."""
+    open_row = _open(db, request_id)
+    if open_row is None:
+        return None
+    row_id, buckets, slot, reserved = open_row
+    db["budget_reservations"].update(
+        row_id, {"state": "settled", "settled_usdc": charged, "closed_at": at}
+    )
+    _add(db, buckets, slot, reserved=-reserved, settled=charged)
+    return buckets, slot, charged - reserved
+
+
+def release(db: sqlite_utils.Database, request_id: str, at: float) -> Change | None:
+    """Nothing was or will be paid on this approval: give its reservation back."""
+    open_row = _open(db, request_id)
+    if open_row is None:
+        return None
+    row_id, buckets, slot, reserved = open_row
+    db["budget_reservations"].update(row_id, {"state": "released", "closed_at": at})
+    _add(db, buckets, slot, reserved=-reserved)
+    return buckets, slot, -reserved
+
+
+def slot_rows(
+    db: sqlite_utils.Database, since: float, now: float
+) -> Iterator[tuple[str, str, int, int]]:
+    """(scope, key, slot, reserved + settled) after `since`, oldest first: what the in-memory
+    totals start from. Minutes of the last day stay minutes (the hour and day windows are exact);
+    older ones are summed per hour, stamped at the hour's end (so they leave the week and month
+    windows at most an hour late, never early), which keeps a busy month to a few thousand rows
+    per bucket and a start fast."""
+    cursor = db.execute(
+        """SELECT scope, key,
+                  CASE WHEN slot > :fine THEN slot ELSE ((slot + 3599) / 3600) * 3600 END AS at,
+                  sum(reserved_usdc + settled_usdc)
+           FROM budget_slots WHERE slot > :since
+           GROUP BY scope, key, at ORDER BY at""",
+        # 25 hours: an hour's end stamped on the oldest minutes must not reach into the day window.
+        {"since": since, "fine": int(now) - 90_000},
+    )
+    yield from cursor
+
+
+def reservation(db: sqlite_utils.Database, request_id: str) -> dict | None:
+    """The latest reservation of a request (for screens and tests)."""
+    rows = list(
+        db["budget_reservations"].rows_where(
+            "request_id = ?", [request_id], order_by="id desc", limit=1
+        )
+    )
+    return rows[0] if rows else None
+
+
+def backfill(db: sqlite_utils.Database) -> None:
+    """Count the approvals a ledger recorded before it had budget tables (schema step 2): open
+    ones as reserved, succeeded ones as settled at what was charged. Runs once, in the migration."""
+    rows = db.execute(
+        """SELECT r.id, r.state, d.id, d.at, d.ceiling_usdc,
+                  (SELECT e.charged_usdc FROM executions e WHERE e.request_id = r.id
+                     AND e.charged_usdc IS NOT NULL ORDER BY e.id DESC LIMIT 1)
+           FROM requests r JOIN decisions d ON d.id = (
+               SELECT max(id) FROM decisions WHERE request_id = r.id)
+           WHERE d.approved = 1 AND d.ceiling_usdc IS NOT NULL
+             AND r.state IN ('approved', 'auto_approved', 'executing', 'awaiting_funds',
+                             'unknown', 'succeeded')
+             AND NOT EXISTS (SELECT 1 FROM budget_reservations b WHERE b.request_id = r.id)"""
+    ).fetchall()
+    for request_id, state, decision_id, at, ceiling, charged in rows:
+        reserve(db, request_id, decision_id, ceiling, at)
+        if state == "succeeded":
+            settle(db, request_id, charged or 0, at)
+
+
+def _open(db: sqlite_utils.Database, request_id: str) -> tuple[int, tuple, int, int] | None:
+    row = db.execute(
+        "SELECT id, buckets, slot, reserved_usdc FROM budget_reservations"
+        " WHERE request_id = ? AND state = 'reserved' ORDER BY id DESC LIMIT 1",
+        [request_id],
+    ).fetchone()
+    if row is None:
+        return None
+    buckets = tuple((scope, key) for scope, key in json.loads(row[1]))
+    return row[0], buckets, row[2], row[3]
+
+
+def _add(
+    db: sqlite_utils.Database,
+    buckets: tuple[Bucket, ...],
+    slot: int,
+    *,
+    reserved: int = 0,
+    settled: int = 0,
+) -> None:
+    db.conn.executemany(
+        "INSERT INTO budget_slots (scope, key, slot, reserved_usdc, settled_usdc)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, key, slot) DO UPDATE SET"
+        " reserved_usdc = reserved_usdc + excluded.reserved_usdc,"
+        " settled_usdc = settled_usdc + excluded.settled_usdc",
+        [(scope, key, slot, reserved, settled) for scope, key in buckets],
+    )

@@ -159,12 +159,39 @@ class Estimate(Model):
         return self.max_usdc if self.max_usdc is not None else self.amount_usdc
 
 
+class RuleCitation(Model):
+    """One policy rule that decided or warned about a request, and where it is written."""
+
+    effect: Literal["deny", "auto_approve", "warn", "note"]
+    rule: str
+    reason: str
+    file: str | None = None
+    line: int | None = None
+
+
+class BudgetImpact(Model):
+    """A budget's spend (reserved and settled) before and after this request, in its window."""
+
+    budget: str
+    before_usdc: Usdc
+    after_usdc: Usdc
+    warn_usdc: Usdc | None = None
+    max_usdc: Usdc | None = None
+    file: str | None = None
+    line: int | None = None
+
+
 class Verdict(Model):
-    """What policy said before the operator saw the request."""
+    """What policy said before the operator saw the request. `rules` names the deciding rules
+    (the first one is recorded as the decider of an automatic approval); `citations` lists every
+    rule that decided or warned, with its file and line; `budgets` the budget figures."""
 
     outcome: Literal["deny", "auto_approve", "ask"]
     summary: str
     rules: list[str] = Field(default_factory=list)
+    citations: list[RuleCitation] = Field(default_factory=list)
+    budgets: list[BudgetImpact] = Field(default_factory=list)
+    policy_sha256: str | None = None
 
 
 class Decision(Model):

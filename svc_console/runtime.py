@@ -6,8 +6,12 @@ broker and its socket from the settings, and tears them down in order.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from svc_console.broker import Broker, BrokerConfig
@@ -32,6 +36,12 @@ class Runtime:
     market: Marketplace | None = None
     broker: Broker | None = None
     socket: ApprovalSocket | None = None
+    # The SKILLS.md files in force (settings.policy_files); None: $SVC_CONSOLE_HOME/SKILLS.md,
+    # optional. `policy` is the LivePolicy the broker asks (its `status` feeds the banner).
+    policy_files: list[Path] | None = None
+    policy_optional: bool = False
+    policy: Any = None
+    _policy_watch: asyncio.Task[None] | None = None
     _owns_sandbox: bool = False
 
     async def start(self) -> Broker:
@@ -39,9 +49,10 @@ class Runtime:
         self.ledger = Ledger(self.paths.ledger(sandbox=self.service is None))
         try:
             self.market = self._connect()
-            self.broker = Broker(
-                self.ledger, self.market, config=self.config, **self.broker_options
-            )
+            options = dict(self.broker_options)
+            if "policy" not in options:  # tests may bring their own engine
+                options["policy"] = self._start_policy(options.get("clock", time.time))
+            self.broker = Broker(self.ledger, self.market, config=self.config, **options)
             unsettled = await self.broker.start()
             for request in unsettled:
                 log.warning("request %s was in flight at the last stop: now unknown", request.id)
@@ -53,6 +64,17 @@ class Runtime:
             raise
         log.info("broker started; socket %s; service %s", self.paths.socket, self.market.base_url)
         return self.broker
+
+    def _start_policy(self, clock: Any) -> Any:
+        from svc_console.broker import policy_link
+
+        files, optional = self.policy_files, self.policy_optional
+        if files is None:
+            files, optional = [self.paths.home / "SKILLS.md"], True
+        assert self.ledger is not None
+        self.policy = policy_link.live_policy(self.ledger, files, optional=optional, clock=clock)
+        self._policy_watch = policy_link.watch(self.policy)
+        return self.policy
 
     def _connect(self) -> Marketplace:
         if self.service is not None:
@@ -96,6 +118,11 @@ class Runtime:
         return key if isinstance(key, str) and key else None
 
     async def stop(self) -> None:
+        if self._policy_watch is not None:
+            self._policy_watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._policy_watch
+            self._policy_watch = None
         if self.socket is not None:
             await self.socket.stop()
             self.socket = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,6 +139,36 @@ def _service_section(path: Path) -> dict[str, str]:
     if not all(isinstance(value, str) for value in section.values()):
         raise SettingsError(f"{path}: the values of [service] must be strings")
     return section
+
+
+def policy_files(
+    paths: Paths, explicit: Sequence[str] = (), env: Mapping[str, str] | None = None
+) -> tuple[list[Path], bool]:
+    """The SKILLS.md files in force, and whether they are optional (may be absent): `--policy`
+    options, else SVC_CONSOLE_POLICY (paths separated by the OS's path separator), else the
+    `[policy]` table's `files` in settings.toml (relative to the home folder), else
+    `$SVC_CONSOLE_HOME/SKILLS.md`, the only optional one (absent: the operator decides all)."""
+    import tomllib
+
+    env = os.environ if env is None else env
+    named = list(explicit) or [p for p in env.get("SVC_CONSOLE_POLICY", "").split(os.pathsep) if p]
+    if not named:
+        settings = paths.home / "settings.toml"
+        try:
+            table = tomllib.loads(settings.read_text(encoding="utf-8")).get("policy", {})
+        except FileNotFoundError:
+            table = {}
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise SettingsError(f"{settings}: {exc}") from None
+        files = table.get("files", []) if isinstance(table, dict) else None
+        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+            raise SettingsError(
+                f'{settings}: [policy] files must be a list of paths, ["SKILLS.md"]'
+            )
+        named = [str(paths.home / Path(f).expanduser()) for f in files]
+    if not named:
+        return [paths.home / "SKILLS.md"], True
+    return [Path(name).expanduser().absolute() for name in named], False
 
 
 def wallet_config_file(paths: Paths, env: Mapping[str, str] | None = None) -> Path | None:

@@ -34,6 +34,12 @@ class ConfirmationRequired(BrokerError):
     code, reason = -32004, "confirmation_required"
 
 
+class BlockedByPolicy(BrokerError):
+    """An approval the policy in force forbids now (a deny rule, a budget's hard stop)."""
+
+    code, reason = -32007, "blocked_by_policy"
+
+
 class TooLarge(BrokerError):
     code, reason = -32005, "too_large"
 

@@ -31,11 +31,13 @@ class Executor:
         ledger: Ledger,
         market: Marketplace,
         clock: Callable[[], float],
-        pending_ttl_s: float,
+        pending_ttl_s: float | Callable[[], float],
         tools: PaidTools,
     ):
         self.ledger, self.market, self.clock = ledger, market, clock
-        self.pending_ttl_s, self.tools = pending_ttl_s, tools
+        self.tools = tools
+        # A number, or a function when the policy in force may change it.
+        self.lifetime = pending_ttl_s if callable(pending_ttl_s) else (lambda: pending_ttl_s)
 
     async def run(self, request_id: str) -> State:
         request = self.ledger.get(request_id)
@@ -111,7 +113,7 @@ class Executor:
                 at=now,
                 estimate=repriced,
                 reason=reason,
-                expires_at=now + self.pending_ttl_s,
+                expires_at=now + self.lifetime(),
             )
             return State.pending
         except errors.ServiceUnreachable as exc:

@@ -94,7 +94,11 @@ class Intake:
             agent_max_usdc=request.max_usdc,
             balance_usdc=inspected.balance_usdc,
         )
-        verdict = self.policy.evaluate(request, endpoint, estimate)
+        # From here to the ledger's commit nothing awaits: the budget totals the policy reads
+        # cannot change before this request's reservation is in them (no cap passed together).
+        verdict = self.policy.evaluate(
+            request, endpoint, estimate, now=now, dataset=inspected.dataset
+        )
         learned = {
             "endpoint": endpoint,
             "estimate": estimate,
@@ -114,10 +118,14 @@ class Intake:
                 at=now,
                 ceiling_usdc=approval_ceiling(request, estimate),
             )
-            self.ledger.decide(request.id, decision, State.auto_approved, **learned)
+            rule = next(c.rule for c in verdict.citations if c.effect == "auto_approve")
+            self.ledger.decide(
+                request.id, decision, State.auto_approved, budget_rule=rule, **learned
+            )
             return State.auto_approved
+        lifetime = self.policy.pending_ttl_s or self.pending_ttl_s
         self.ledger.transition(
-            request.id, State.pending, at=now, expires_at=now + self.pending_ttl_s, **learned
+            request.id, State.pending, at=now, expires_at=now + lifetime, **learned
         )
         return State.pending
 

@@ -65,10 +65,9 @@ class Broker:
         self.clock = clock
         self._new_id = new_id
         tools = PaidTools(market.mcp, market.rest, market.signer)
-        self._intake = Intake(
-            ledger, market, policy or ManualReview(), self.config.pending_ttl_s, tools
-        )
-        self._executor = Executor(ledger, market, clock, self.config.pending_ttl_s, tools)
+        self.policy: PolicyEngine = policy or ManualReview()
+        self._intake = Intake(ledger, market, self.policy, self.config.pending_ttl_s, tools)
+        self._executor = Executor(ledger, market, clock, self.pending_ttl_s, tools)
         self._listeners: list[Listener] = []
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -162,9 +161,15 @@ class Broker:
     def history(self, limit: int = 200) -> list[SpendRequest]:
         return self.ledger.in_states(HISTORY, limit=limit, newest_first=True)
 
+    def pending_ttl_s(self) -> float:
+        """How long a request waits for the operator: the policy's lifetime, else the config's."""
+        return self.policy.pending_ttl_s or self.config.pending_ttl_s
+
     def confirmation_needed(self, request: SpendRequest) -> Decimal | None:
         """The amount the operator must type to approve, or None when a keypress is enough."""
-        threshold = self.config.confirm_above_usdc
+        threshold = self.policy.confirm_above_usdc
+        if threshold is None:
+            threshold = self.config.confirm_above_usdc
         if request.estimate is None or threshold is None:
             return None
         ceiling = approval_ceiling(request, request.estimate)
@@ -179,6 +184,11 @@ class Broker:
                 f"type the amount to approve: {format_usdc(needed)} USDC",
                 amount=format_usdc(needed),
             )
+        # The policy again, now: a budget may have been spent since the request was queued. No
+        # await from this check to the decision's commit, which reserves the approval's ceiling.
+        blocked = self.policy.approval_blocked(request, self.clock())
+        if blocked is not None:
+            raise errors.BlockedByPolicy(f"the policy forbids approving {request.id}: {blocked}")
         decision = Decision(
             approved=True,
             by=by,
@@ -294,7 +304,7 @@ class Broker:
                 unsettled.append(self.get(request.id))
             elif request.state == State.repriced:
                 self.ledger.transition(
-                    request.id, State.pending, at=now, expires_at=now + self.config.pending_ttl_s
+                    request.id, State.pending, at=now, expires_at=now + self.pending_ttl_s()
                 )
         return unsettled
 

@@ -1,0 +1,76 @@
+"""The policy in force, joined to the ledger: its budget totals loaded from the ledger's running
+totals at start and following every commit after; every version of the files it sees recorded
+as a policy version; and, when the files are invalid at start, the ledger's last valid version
+kept in force (an invalid change never widens what is allowed, even across a restart).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from svc_console.ledger import Ledger, policy_versions
+from svc_console.ledger.budgets import slot_rows
+from svc_console.policy.budgets import LONGEST, RollingTotals
+from svc_console.policy.live import LivePolicy, VersionSeen
+from svc_console.policy.loader import PolicyFile
+from svc_console.policy.watch import follow, owner_of
+
+log = logging.getLogger(__name__)
+
+
+def totals_from(ledger: Ledger, now: float) -> RollingTotals:
+    """Rolling totals as the ledger holds them, kept up to date with its commits."""
+    totals = RollingTotals()
+    totals.load(slot_rows(ledger.db, now - LONGEST - 60, now), now)
+    ledger.budget_listeners.append(totals.apply)
+    return totals
+
+
+def live_policy(
+    ledger: Ledger, files: list[Path], *, optional: bool, clock: Callable[[], float]
+) -> LivePolicy:
+    """A loaded LivePolicy over `files` (see policy/live.py for its states)."""
+    now = clock()
+
+    def record(version: VersionSeen) -> None:
+        policy_versions.record(
+            ledger,
+            path=version.path,
+            text=version.text,
+            sha256=version.sha256,
+            at=clock(),
+            saved_by=version.saved_by,
+            valid=version.valid,
+            error=version.error,
+        )
+
+    live = LivePolicy(
+        files, totals_from(ledger, now), clock=clock, optional=optional, on_version=record
+    )
+    fallback = []
+    for path in files:
+        last = policy_versions.latest(ledger, str(path), valid_only=True)
+        if last is None:
+            fallback = []
+            break
+        fallback.append(PolicyFile(path, str(path), last.text))
+    saved_by = next((owner_of(p) for p in files if p.exists()), None)
+    live.reload(saved_by=saved_by, fallback=fallback)
+    return live
+
+
+def watch(live: LivePolicy) -> asyncio.Task[None]:
+    """Follow the files' changes in a task (cancel it to stop)."""
+
+    async def run() -> None:
+        try:
+            await follow(live)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the policy in force stays; only live reloading is lost
+            log.exception("watching the policy files failed; restart to reload them")
+
+    return asyncio.create_task(run(), name="policy-watch")

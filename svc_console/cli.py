@@ -43,13 +43,16 @@ def _parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"svc-console {__version__}")
     parser.set_defaults(run=_run_tui)
+    _policy_option(parser)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     demo = commands.add_parser("demo", help="the console, the sandbox and simulated agents")
     demo.set_defaults(run=_run_demo)
+    _policy_option(demo)
 
     serve = commands.add_parser("serve", help="the broker headless: socket, pipeline, executor")
     serve.set_defaults(run=_run_serve)
+    _policy_option(serve)
 
     sandbox = commands.add_parser("sandbox", help="the sandbox marketplace alone, on loopback")
     sandbox.add_argument("--host", default="127.0.0.1")
@@ -100,10 +103,27 @@ def _parser() -> argparse.ArgumentParser:
     from svc_console import onboarding_cli
 
     onboarding_cli.add_commands(commands, CommandError)
+    from svc_console.audit_cli import add_commands as add_audit_commands
+
+    add_audit_commands(commands, CommandError)
+    from svc_console.policy_cli import add_commands as add_policy_commands
+
+    add_policy_commands(commands)
     from svc_console.usage_cli import add_commands as add_usage_commands
 
     add_usage_commands(commands, CommandError)
     return parser
+
+
+def _policy_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--policy",
+        action="append",
+        metavar="FILE",
+        default=argparse.SUPPRESS,  # a subcommand's absent option must not hide the top level's
+        help="a SKILLS.md policy file in force (repeatable; default: SVC_CONSOLE_POLICY, then"
+        " settings.toml [policy] files, then $SVC_CONSOLE_HOME/SKILLS.md if it exists)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -120,27 +140,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 # -- the console --------------------------------------------------------------------------------
 
 
-def _runtime(*, demo: bool = False) -> Any:
+def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
     from svc_console import logs
     from svc_console.broker import BrokerConfig
     from svc_console.runtime import Runtime
-    from svc_console.settings import SettingsError, resolve_paths, service_config
+    from svc_console.settings import SettingsError, policy_files, resolve_paths, service_config
 
     paths = resolve_paths()
     logs.configure(paths.logs)
     try:
         service = None if demo else service_config(paths)
+        files, optional = policy_files(paths, policy)
     except SettingsError as exc:
         raise CommandError(str(exc)) from None
     # The demo's requests expire in two minutes, so a newcomer sees expiry too.
     config = BrokerConfig(pending_ttl_s=120.0) if demo else BrokerConfig()
-    return Runtime(paths=paths, service=service, config=config)
+    return Runtime(
+        paths=paths, service=service, config=config, policy_files=files, policy_optional=optional
+    )
 
 
 def _run_tui(args: argparse.Namespace, after_start: Callable[..., Any] | None = None) -> int:
     from svc_console.tui.app import ConsoleApp
 
-    app = ConsoleApp(_runtime(demo=after_start is not None), after_start=after_start)
+    runtime = _runtime(demo=after_start is not None, policy=getattr(args, "policy", ()))
+    app = ConsoleApp(runtime, after_start=after_start)
     app.run()
     return app.return_code or 0
 
@@ -158,7 +182,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    runtime = _runtime()
+    runtime = _runtime(policy=getattr(args, "policy", ()))
 
     async def serve() -> None:
         from svc_console.ledger import LedgerLocked

@@ -46,7 +46,7 @@ from svc_console.tui.request_lists import (
     parse_filter,
     with_token,
 )
-from svc_console.tui.widgets.banner import SandboxBanner
+from svc_console.tui.widgets.banner import PolicyBanner, SandboxBanner
 from svc_console.tui.widgets.detail import RequestDetail
 from svc_console.tui.widgets.filter_bar import FilterBar
 from svc_console.tui.widgets.history import HistoryTable
@@ -111,6 +111,8 @@ class ApprovalsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         if self.broker.market.sandbox:
             yield SandboxBanner(self.broker.market.base_url, id="sandbox-banner")
+        if hasattr(self.broker.policy, "subscribe"):  # a live SKILLS.md policy, not ManualReview
+            yield PolicyBanner(self.broker.policy, id="policy-banner")
         yield Header(show_clock=False, icon="$")
         yield ListStatus(id="list-status")
         yield FilterBar(id="filter")

@@ -1,8 +1,14 @@
-"""The SANDBOX banner: an operator must never mistake the embedded sandbox for the real market."""
+"""The banners an operator must not miss: SANDBOX (the embedded sandbox is not the real market)
+and POLICY ERROR (the policy files have errors: the last valid version stays in force and
+auto-approval is suspended until they are fixed)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from rich.text import Text
+from textual.message import Message
 from textual.widgets import Static
 
 from svc_console.core.sanitize import inert_line
@@ -15,3 +21,55 @@ class SandboxBanner(Static):
         # The address is ours (a loopback port), but it is shown as plain text all the same.
         label = Text(f"SANDBOX · no real money moves · {inert_line(base_url, 60)}")
         super().__init__(label, id=id, markup=False)
+
+
+class PolicyBanner(Static):
+    """The POLICY ERROR line: shown while the policy files as saved have errors, with the first
+    error (file:line:col) and what stays in force; hidden otherwise. Follows the policy's status
+    (`svc_console.policy.live.LivePolicy`) as it changes."""
+
+    DEFAULT_CSS = """
+    PolicyBanner {
+        width: 100%;
+        height: auto;
+        padding: 0 1;
+        background: $error;
+        color: auto 95%;
+        text-style: bold;
+        display: none;
+    }
+    PolicyBanner.-shown {
+        display: block;
+    }
+    """
+
+    class Changed(Message):
+        def __init__(self, status: Any) -> None:
+            super().__init__()
+            self.status = status
+
+    def __init__(self, policy: Any, *, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self.policy = policy
+        self._unsubscribe: Callable[[], None] | None = None
+
+    def on_mount(self) -> None:
+        self._show(self.policy.status)
+        # The policy calls back from the broker's tasks: hand the status to the message loop.
+        self._unsubscribe = self.policy.subscribe(
+            lambda status: self.post_message(self.Changed(status))
+        )
+
+    def on_unmount(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def on_policy_banner_changed(self, message: Changed) -> None:
+        self._show(message.status)
+
+    def _show(self, status: Any) -> None:
+        text = status.message
+        self.set_class(text is not None, "-shown")
+        # The error quotes the policy file: shown inert, like any text from outside.
+        self.update(Text(inert_line(text or "", 400)))

@@ -18,6 +18,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Static
 from tui_support import (
     build_console,
+    notices,
     queue,
     rows,
     screen_text,
@@ -86,12 +87,15 @@ def shown_ids(app: ConsoleApp) -> list[str]:
 
 
 async def two_requests(pilot: Pilot[Any], app: ConsoleApp) -> tuple[str, str]:
+    """Two requests, each waited for until it is announced: a row can show before its
+    announcement (the page is read from the ledger), and a screenshot must not catch one late."""
     async with AsyncAgent("research-bot", app.runtime.paths.socket) as agent:
         # One after the other, so the rows' order never depends on the sandbox's timing.
         first = (await agent.submit(**SEARCH))["request_id"]
-        await rows(pilot, 1)
+        await until(pilot, lambda: "New request from research-bot: Web Search" in notices(app))
         second = (await agent.submit(**SCRAPE))["request_id"]
-        await rows(pilot, 2)
+        await until(pilot, lambda: "New request from research-bot: Page Scraper" in notices(app))
+    await rows(pilot, 2)
     return first, second
 
 
@@ -532,7 +536,7 @@ async def test_history_tab_shows_outcomes_and_charges(console: Callable[..., Con
         await pilot.press("h")
         await until(pilot, lambda: history(app).row_count == 2)
         assert history(app).has_focus
-        assert list(history(app).requests) == [second, first]  # latest decision first
+        assert list(history(app).requests) == [second, first]  # newest first
         text = screen_text(app)
         assert "succeeded" in text and "denied" in text and "History 2" in text
         # The detail of the selected (denied) request names the decision and its reason.

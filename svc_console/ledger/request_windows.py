@@ -23,6 +23,9 @@ ORDERS: dict[str, str] = {
     "expires": "expires_at",
     "agent": "agent COLLATE NOCASE",
 }
+# Requests rejected before pricing have no estimate. (Expiry is sorted on for pending requests,
+# which always have one: left bare, the (state, expires_at) index serves the order.)
+_NULLABLE_ORDERS = frozenset({"amount"})
 VERDICTS = ("ask", "deny", "auto_approve")
 RiskLevel = Literal["high", "warn", "none"]
 RISK_LEVELS: tuple[RiskLevel, ...] = ("high", "warn", "none")
@@ -100,10 +103,14 @@ class RequestQuery:
         return " AND ".join(clauses), args
 
     def order_by(self) -> str:
-        """A total order: the key (NULLs last), then creation time and id to break ties."""
+        """A total order: the key (NULLs last where it can be NULL), then creation time and id to
+        break ties. A key that is never NULL is left bare so SQLite can walk an index for it."""
         key = ORDERS[self.order]
         direction = "DESC" if self.descending else "ASC"
-        return f"({key}) IS NULL, {key} {direction}, created_at {direction}, id {direction}"
+        nulls_last = f"({key}) IS NULL, " if self.order in _NULLABLE_ORDERS else ""
+        if self.order == "created":
+            return f"created_at {direction}, id {direction}"
+        return f"{nulls_last}{key} {direction}, created_at {direction}, id {direction}"
 
 
 def _severities(risk: RiskLevel) -> list[str]:

@@ -198,6 +198,7 @@ REGISTRY: dict[str, tuple[Command, ...]] = {
         _sort("amount", "amount"),
         _sort("expires", "time left"),
         _sort("agent", "agent"),
+        _sort("decided", "decision time"),
         _risk("high", "high risk"),
         _risk("warn", "warn or high risk"),
         _risk("none", "no risk flags"),

@@ -34,6 +34,9 @@ AMOUNT = SortOption("amount", "amount", True, "smallest first", "largest first")
 TIME_LEFT = SortOption("expires", "expires", False, "least time left first", "most time left first")
 AGENT = SortOption("agent", "agent", False, "agent A to Z", "agent Z to A")
 DECIDED = SortOption("decided", "updated", True, "oldest decision first", "latest decision first")
+# The history opens newest first by creation, which an index serves however long it is; sorting
+# by decision time reads every decided request.
+NEWEST = SortOption("age", "created", True, "oldest first", "newest first")
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class ListKind:
 
 
 PENDING = ListKind("pending", "Pending", states(LIVE_FOR_OPERATOR), (AGE, AMOUNT, TIME_LEFT, AGENT))
-HISTORY_LIST = ListKind("history", "History", states(HISTORY), (DECIDED, AMOUNT, AGENT))
+HISTORY_LIST = ListKind("history", "History", states(HISTORY), (NEWEST, DECIDED, AMOUNT, AGENT))
 LISTS = (PENDING, HISTORY_LIST)
 
 

@@ -105,6 +105,9 @@ class ApprovalsScreen(Screen[None]):
         self._arrivals: list[SpendRequest] = []
         self._departures: list[SpendRequest] = []
         self._reload_scheduled = False
+        # Totals of the lists by name; the one not on screen is counted again only when stale.
+        self._totals: dict[str, int] = {}
+        self._counts_stale = True
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -155,19 +158,29 @@ class ApprovalsScreen(Screen[None]):
     # -- the page on screen ---------------------------------------------------------------------
 
     def reload(self, *, cursor: int | None = None) -> None:
-        """Ask the ledger for the page on screen and the counts, and show them."""
+        """Ask the ledger for the page on screen and the counts, and show them.
+
+        The list on screen is always counted (its pages depend on it); the other list only
+        after the broker reported a change, since a long history is costly to count."""
         ledger = self.broker.ledger
-        totals: dict[str, int] = {}
-        for name, state in self.lists.items():
-            totals[name] = ledger.count_in_states(state.kind.states)
-            filtered = ledger.count(state.query(self.filter)) if self.filter.active else None
-            state.settle(totals[name] if filtered is None else filtered)
+        for name, other in self.lists.items():
+            if name == self.active or self._counts_stale or name not in self._totals:
+                self._totals[name] = ledger.count_in_states(other.kind.states)
+        self._counts_stale = False
         state = self.lists[self.active]
-        page = ledger.window(state.query(self.filter), offset=state.offset, limit=PAGE_SIZE)
+        query = state.query(self.filter)
+        state.settle(ledger.count(query) if self.filter.active else self._totals[self.active])
+        page = ledger.window(query, offset=state.offset, limit=PAGE_SIZE)
         now, colours = self.broker.clock(), self.colours
         self.table.show(page, now, colours, cursor=cursor)
+        counts = {
+            name: f"{state.total:,}/{self._totals[name]:,}"
+            if name == self.active and self.filter.active
+            else f"{self._totals[name]:,}"
+            for name in self.lists
+        }
         status = self.query_one(ListStatus)
-        status.show(self.lists, totals, self.active, self.filter, len(page), colours)
+        status.show(self.lists, counts, self.active, self.filter, len(page), colours)
         self._show_empty(not page)
         self._show_selected()
 
@@ -234,6 +247,7 @@ class ApprovalsScreen(Screen[None]):
             if gone:
                 self._departures.append(request)
         self._report_outcome(request)
+        self._counts_stale = True
         if not self._reload_scheduled:
             # One reload for a burst of changes: the callback runs after the queued messages.
             self._reload_scheduled = True
@@ -428,6 +442,7 @@ class ApprovalsScreen(Screen[None]):
             return False
         finally:
             # The broker's listener reloads soon; reload now so the row goes at once.
+            self._counts_stale = True
             self.reload()
         return True
 

@@ -11,12 +11,9 @@ from svc_console.tui.colors import Palette
 from svc_console.tui.request_lists import Filter, ListState
 
 
-def _count(shown: int, total: int, filtered: bool) -> str:
-    return f"{shown:,}/{total:,}" if filtered else f"{total:,}"
-
-
 class ListStatus(Static):
-    """Pending and History as tabs with their counts; sort, filter problem and page range."""
+    """Pending and History as tabs with their counts ("shown/all" for the filtered list on
+    screen); sort, filter problem and page range."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
@@ -24,7 +21,7 @@ class ListStatus(Static):
     def show(
         self,
         lists: dict[str, ListState],
-        totals: dict[str, int],
+        counts: dict[str, str],
         active: str,
         filter: Filter,
         shown: int,
@@ -32,8 +29,7 @@ class ListStatus(Static):
     ) -> None:
         tabs = Text()
         for name, state in lists.items():
-            count = _count(state.total, totals[name], filter.active)
-            label = f" {state.kind.title} {count} "
+            label = f" {state.kind.title} {counts[name]} "
             tabs.append(label, style="reverse bold" if name == active else colours.label)
             tabs.append(" ")
         current = lists[active]

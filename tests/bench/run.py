@@ -69,6 +69,23 @@ def show_profiles(folder: Path) -> None:
         print("\n".join(lines[:PROFILE_LINES]))
 
 
+def markdown(results: list[harness.BenchResult]) -> str:
+    """The figures as the README's Performance section shows them."""
+    lines = [
+        "| benchmark | median | p99 | min | max | target | baseline (median) | met |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        f, unit = r.figures, r.unit
+        baseline = f"{harness.number(r.baseline.figures.median)} {unit}" if r.baseline else "-"
+        cells = [harness.number(v) for v in (f.median, f.p99, f.min, f.max)]
+        lines.append(
+            f"| {r.name} | {' | '.join(c if c == '-' else f'{c} {unit}' for c in cells)}"
+            f" | {r.target.describe(unit)} | {baseline} | {'yes' if r.meets_target else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
 def _merge(results: list[harness.BenchResult], ran: list[str]) -> list[harness.BenchResult]:
     """This run's results, plus those of modules it did not run (`--only`) from the last file."""
     kept: list[harness.BenchResult] = []
@@ -85,7 +102,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, help="repetitions (default: each module's own)")
     parser.add_argument("--only", help="comma-separated names, e.g. decision,startup")
     parser.add_argument("--profile", metavar="NAME", help="profile one benchmark, e.g. decision")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the last results.json as a Markdown table"
+    )
     args = parser.parse_args()
+    if args.markdown:
+        print(markdown(harness.read_json(RESULTS)))
+        return 0
     available = modules()
     chosen = available
     if args.profile:

@@ -21,6 +21,7 @@ import asyncio
 import json
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +33,7 @@ from harness import Baseline, BenchResult, Figures, Target
 
 SIZES = (10_000, 100_000, 1_000_000)
 BASELINE_ROWS = 100_000
+BASELINE_RUNS = 3
 PAGES_PER_RUN = 25
 TERMINAL = (120, 40)
 SEED_VERSION = 2
@@ -46,7 +48,6 @@ MEMORY_TARGET = Target({"max": 200.0})
 def usage_ledger(rows: int) -> Path:
     """A cached ledger holding `rows` seeded charges (generated on first use)."""
     from svc_console.ledger.schema import MIGRATIONS
-    from svc_console.ledger.usage_seed import seed_usage
 
     folder = harness.REPO / "build" / "bench" / f"usage-v{SEED_VERSION}-schema{len(MIGRATIONS)}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -58,7 +59,13 @@ def usage_ledger(rows: int) -> Path:
         leftover.unlink()
     print(f"[bench data] seeding {rows:,} charges (once; cached)", file=sys.stderr, flush=True)
     started = time.perf_counter()
-    seed_usage(partial, rows)
+    # In a process of its own: seeding a million rows takes a few hundred MB, which would stay in
+    # this process and be counted again in each child it starts (see `_peak_rss_mb`).
+    subprocess.run(
+        [sys.executable, "-m", "svc_console.ledger.usage_seed", str(partial), "--rows", str(rows)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     for suffix in ("-wal", "-shm", ".lock"):
         Path(f"{partial}{suffix}").unlink(missing_ok=True)
     partial.replace(path)
@@ -239,7 +246,17 @@ def child(argv: list[str]) -> None:
     finally:
         shutil.rmtree(home, ignore_errors=True)
     figures = {"first": firsts, "pages": pages, "own": owns}
-    print(json.dumps({**figures, "peak_rss_mb": harness.own_peak_rss_mb()}))
+    print(json.dumps({**figures, "peak_rss_mb": _peak_rss_mb()}))
+
+
+def _peak_rss_mb() -> float:
+    """This process's own peak resident memory: the kernel's high-water mark of its address
+    space (VmHWM). Not `ru_maxrss`: on Linux that also carries the parent's peak from before the
+    exec, so a child of a large parent would be charged for the parent's memory."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return harness.own_peak_rss_mb()
 
 
 # -- the driving process -------------------------------------------------------------------------
@@ -261,17 +278,23 @@ def _measure(what: str, ledger: Path, rows: int, runs: int) -> dict[str, Any]:
         ],
         env=harness.bench_env(),
         cwd=harness.BENCH_DIR,
-        timeout_s=900,
+        timeout_s=1800,
     )
     if run.returncode != 0:
         raise RuntimeError(f"{what} with {rows:,} rows failed:\n{run.stderr[-3000:]}")
-    figures = json.loads(run.stdout.strip().splitlines()[-1])
-    figures["peak_rss_mb"] = run.peak_rss_mb  # the kernel's high-water mark for the whole child
-    return figures
+    return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 def run(runs: int) -> list[BenchResult]:
-    base = _measure("datatable", usage_ledger(BASELINE_ROWS), BASELINE_ROWS, runs)
+    # Filling a DataTable with 100,000 rows takes a minute or more: a few runs say enough, each
+    # in its own process (its own peak memory, its own time limit).
+    ledger = usage_ledger(BASELINE_ROWS)
+    base: dict[str, list[float]] = {"first": [], "pages": [], "peak_rss_mb": []}
+    for _ in range(min(runs, BASELINE_RUNS)):
+        one = _measure("datatable", ledger, BASELINE_ROWS, 1)
+        base["first"] += one["first"]
+        base["pages"] += one["pages"]
+        base["peak_rss_mb"].append(one["peak_rss_mb"])
     base_first = Baseline(
         f"Textual DataTable filled with {BASELINE_ROWS:,} rows: open to first paint",
         Figures.of(base["first"]),
@@ -282,7 +305,7 @@ def run(runs: int) -> list[BenchResult]:
     )
     base_memory = Baseline(
         f"Textual DataTable with {BASELINE_ROWS:,} rows: peak RSS",
-        Figures.of([base["peak_rss_mb"]], p99=False),
+        Figures.of(base["peak_rss_mb"], p99=False),
     )
     results = []
     for rows in SIZES:
@@ -320,7 +343,7 @@ def run(runs: int) -> list[BenchResult]:
                 Figures.of([figures["peak_rss_mb"]], p99=False),
                 MEMORY_TARGET,
                 base_memory,
-                context={**context, "measure": "ru_maxrss of the console process"},
+                context={**context, "measure": "VmHWM of the console's process"},
             ),
         ]
     return results

@@ -40,7 +40,7 @@ CACHE_ROWS = 3000
 # Rows loaded at first, before the table knows its height.
 FIRST_ROWS = 120
 # How many pages beyond the visible one are kept loaded ahead of the cursor, and behind it.
-AHEAD_PAGES = 2
+AHEAD_PAGES = 4
 BEHIND_PAGES = 1
 # Labels of the reconciliation column.
 STATE_LABELS = {

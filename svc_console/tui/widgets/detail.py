@@ -12,8 +12,9 @@ from decimal import Decimal
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
@@ -240,6 +241,7 @@ class RequestDetail(ScrollView):
         self._content: RenderableType | None = None
         self._lines: list[Strip] = []
         self._width = 0
+        self._line_style: Style | None = None
 
     def show(
         self,
@@ -289,9 +291,14 @@ class RequestDetail(ScrollView):
         bar.position = y
         self.refresh()
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The widget's style is the same for every line of one pass, and costly to look up.
+        self._line_style = self.rich_style
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
         index = y + int(self.scroll_y)
-        style = self.rich_style
+        style = self._line_style or self.rich_style
         if 0 <= index < len(self._lines):
             return self._lines[index].apply_style(style)
         return Strip.blank(self.scrollable_content_region.width, style)

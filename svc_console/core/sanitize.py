@@ -55,3 +55,17 @@ def inert_line(text: object, limit: int = 80) -> str:
     """Untrusted text for one table cell or title: newlines shown as ⏎, tabs as spaces."""
     value = unicodedata.normalize("NFC", str(text))
     return _cut(_UNSAFE_LINE.sub(_token, value), limit)
+
+
+# A Rich/Textual markup tag that would carry an action or a link: `[@click=...]`, `[link=...]`.
+_ACTIVE_MARKUP = re.compile(r"\[(?=\s*/?\s*(?:@|link\b))", re.IGNORECASE)
+
+
+def inert_markdown(text: object, limit: int = 64_000) -> str:
+    """Untrusted Markdown (an endpoint's skill.md) for a Markdown widget: `inert` first, then
+    every `[` that opens an action or link tag (`[@click=app.quit]`, `[link=...]`) is
+    backslash-escaped, which Markdown shows as a plain `[`. The widget must still be one that
+    never follows links nor parses markup (`tui/widgets/skill_view.py`: its parser has links,
+    images, autolinks, raw HTML and entities switched off); the escape keeps the text inert even
+    if it ever reached a renderer that read markup."""
+    return _ACTIVE_MARKUP.sub(r"\\[", inert(text, limit))

@@ -195,7 +195,15 @@ def _v3(db: sqlite_utils.Database) -> None:
         db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON usage({columns})")
 
 
-MIGRATIONS = [_v1, _v2, _v3]
+def _v4(db: sqlite_utils.Database) -> None:
+    """The catalogue cache: market endpoints and dataset listings with their search indexes. The
+    tables are defined in ledger/catalogue_cache.py, beside the queries each index serves."""
+    from svc_console.ledger.catalogue_cache import create_tables
+
+    create_tables(db.conn)
+
+
+MIGRATIONS = [_v1, _v2, _v3, _v4]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

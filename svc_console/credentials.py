@@ -79,6 +79,13 @@ class Credentials:
         self.backend = usable_keyring() if backend is ... else backend
         self._connection_file = connection_file
 
+    @classmethod
+    def for_sandbox(cls, paths: Paths) -> Credentials:
+        """Accounts made against the sandbox: kept apart under its folder, in files only, so
+        sandbox play never overwrites (or skips the onboarding of) the real ones."""
+        root = paths.sandbox / "accounts"
+        return cls(Paths(home=root, socket=paths.socket, explicit_home=True), backend=None)
+
     # --- where things are ------------------------------------------------------------------
 
     @property

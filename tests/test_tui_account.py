@@ -129,7 +129,7 @@ def wrong(code: str) -> str:
 
 def saved_elsewhere(paths: Paths) -> None:
     """Credentials as `svc-console login` and `connect` would have left them."""
-    creds = Credentials(paths)
+    creds = Credentials.for_sandbox(paths)
     creds.save_account(
         Account(PINNED_SANDBOX, "agent_ops01", f"{PINNED_SANDBOX}/api/mcp", SAVED_KEY)
     )
@@ -147,6 +147,20 @@ def saved_elsewhere(paths: Paths) -> None:
             "evm": {"address": "0x" + "12" * 20, "privateKey": SAVED_EVM_KEY},
             "solana": {"address": "So1ana" + "1" * 38, "privateKey": SAVED_SOLANA_KEY},
         }
+    )
+
+
+def real_console(paths: Paths, sandbox, clock: FakeClock) -> ConsoleApp:
+    """The console against a service configured like a real one (the sandbox's address)."""
+    service = ServiceConfig(
+        base_url=sandbox.base_url,
+        wallet_api_base=sandbox.base_url,
+        api_key=sandbox.state.api_key,
+        username=sandbox.state.username,
+        api_token=sandbox.state.api_token,
+    )
+    return ConsoleApp(
+        Runtime(paths=paths, service=service, broker_options={"clock": clock}), cursor_blink=False
     )
 
 
@@ -235,7 +249,7 @@ async def test_sign_in_by_email_code(console: Callable[..., ConsoleApp], sandbox
         code = outbox(sandbox).latest_code(EMAIL)
         assert code and f"A code was sent to {EMAIL}" in screen_text(app)
         await enter_code(pilot, form, code)
-        creds = Credentials(paths)
+        creds = Credentials.for_sandbox(paths)
         saved = creds.account()
         wallet_config = creds.wallet_config()
         assert saved is not None and saved.api_key.startswith("sk_live_")
@@ -245,7 +259,7 @@ async def test_sign_in_by_email_code(console: Callable[..., ConsoleApp], sandbox
         await until(pilot, lambda: page.saved.login is not None)
         text = screen_text(app)
         assert f"signed in as agent {saved.agent_id}" in text
-        assert "$SVC_CONSOLE_HOME/credentials.json" in text
+        assert "$SVC_CONSOLE_HOME/sandbox/accounts/credentials.json" in text
         assert "private keys are kept, never shown" in text
         assert form.code.value == "" and form.code.disabled
         assert_no_secret(
@@ -269,7 +283,7 @@ async def test_connect_the_wallet_then_onboarding_is_skipped(
         form = await send_code(pilot, "connect", username="ops-team")
         code = outbox(sandbox).latest_code(EMAIL)
         await enter_code(pilot, form, code)
-        creds = Credentials(paths)
+        creds = Credentials.for_sandbox(paths)
         config = json.loads(creds.connection_file.read_text())
         assert config["username"] == "ops-team" and config["apiToken"]
         assert stat.S_IMODE(creds.connection_file.stat().st_mode) == 0o600
@@ -299,7 +313,7 @@ async def test_a_wrong_code_saves_nothing(console: Callable[..., ConsoleApp], sa
         code = outbox(sandbox).latest_code(EMAIL)
         await enter_code(pilot, form, wrong(code))
         assert "The code is wrong. Nothing was saved" in status(form)
-        creds = Credentials(paths)
+        creds = Credentials.for_sandbox(paths)
         assert not creds.account_file.exists() and not creds.wallet_file.exists()
         # A new code works.
         form = await send_code(pilot, "login")
@@ -317,7 +331,7 @@ async def test_an_expired_code_saves_nothing(console: Callable[..., ConsoleApp],
         sandbox.state.accounts.clock = lambda: time.time() + 3600  # an hour later
         await enter_code(pilot, form, code)
         assert "The code has expired. Nothing was saved" in status(form)
-        assert not Credentials(paths).connection_file.exists()
+        assert not Credentials.for_sandbox(paths).connection_file.exists()
 
 
 async def test_an_unreachable_service_saves_nothing(
@@ -333,7 +347,7 @@ async def test_an_unreachable_service_saves_nothing(
         await enter_code(pilot, form, code)
         assert "The service cannot be reached" in status(form)
         assert "Nothing was saved" in status(form)
-        assert not Credentials(paths).account_file.exists()
+        assert not Credentials.for_sandbox(paths).account_file.exists()
         assert_no_secret(app, (code,))
 
 
@@ -385,7 +399,7 @@ async def test_escape_cancels_a_flow_waiting_for_its_code(
         assert "Cancelled. Nothing was saved." in status(form)
         assert not form.waiting_for_code and form.code.disabled
         await until(pilot, lambda: not page._flows)
-        assert not Credentials(paths).account_file.exists()
+        assert not Credentials.for_sandbox(paths).account_file.exists()
 
 
 async def test_r_reads_the_saved_credentials_again(console: Callable[..., ConsoleApp], paths):
@@ -406,11 +420,11 @@ async def test_r_reads_the_saved_credentials_again(console: Callable[..., Consol
 
 
 async def test_with_a_keyring_the_secrets_go_there_and_the_screen_says_so(
-    console: Callable[..., ConsoleApp], sandbox, paths
+    sandbox, paths, clock: FakeClock
 ):
     backend = MemoryKeyring()
     keyring.set_keyring(backend)
-    app = console()
+    app = real_console(paths, sandbox, clock)
     async with app.run_test(size=(120, 40)) as pilot:
         await started(pilot)
         page = await open_account(pilot)
@@ -431,7 +445,7 @@ async def test_a_file_others_can_read_is_refused_with_the_fix(
     console: Callable[..., ConsoleApp], paths
 ):
     saved_elsewhere(paths)
-    creds = Credentials(paths)
+    creds = Credentials.for_sandbox(paths)
     creds.account_file.chmod(0o644)
     app = console()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -449,16 +463,7 @@ async def test_a_file_others_can_read_is_refused_with_the_fix(
 async def test_against_a_configured_service(paths: Paths, sandbox, clock: FakeClock):
     """A real service (here the sandbox, configured like one): its address, no banner, and a
     sign-in saved for the next start."""
-    service = ServiceConfig(
-        base_url=sandbox.base_url,
-        wallet_api_base=sandbox.base_url,
-        api_key=sandbox.state.api_key,
-        username=sandbox.state.username,
-        api_token=sandbox.state.api_token,
-    )
-    app = ConsoleApp(
-        Runtime(paths=paths, service=service, broker_options={"clock": clock}), cursor_blink=False
-    )
+    app = real_console(paths, sandbox, clock)
     async with app.run_test(size=(120, 40)) as pilot:
         await started(pilot)
         await open_account(pilot)
@@ -483,3 +488,18 @@ def test_no_snapshot_of_these_screens_holds_a_secret():
         for secret in (*SAVED_SECRETS, "0x" + "11" * 32):  # the wallet tests' fixed key
             assert secret not in text, picture.name
         assert "sk_live_" not in text and "privateKey" not in text, picture.name
+
+
+async def test_sandbox_accounts_are_kept_apart_from_real_ones(
+    console: Callable[..., ConsoleApp], sandbox, paths
+):
+    app = console()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(pilot)
+        page = await open_account(pilot)
+        form = await send_code(pilot, "login")
+        await enter_code(pilot, form, outbox(sandbox).latest_code(EMAIL))
+        await until(pilot, lambda: page.saved.login is not None)
+    assert Credentials.for_sandbox(paths).account() is not None
+    real = Credentials(paths)
+    assert not real.account_file.exists() and not real.wallet_file.exists()

@@ -99,8 +99,11 @@ def shown_path(path: Path, paths: Paths) -> str:
         return inert_line(path, 160)
 
 
-def credentials(paths: Paths) -> Credentials:
-    """The store `login` and `connect` write to (SVC_WALLET_CONFIG honoured)."""
+def credentials(paths: Paths, *, sandbox: bool) -> Credentials:
+    """The store `login` and `connect` write to (SVC_WALLET_CONFIG honoured); the sandbox's
+    accounts are kept apart from the real ones."""
+    if sandbox:
+        return Credentials.for_sandbox(paths)
     return Credentials(paths, connection_file=wallet_config_file(paths))
 
 
@@ -118,10 +121,10 @@ class SavedSummary:
     problems: tuple[str, ...] = field(default_factory=tuple)
 
 
-def read_saved(paths: Paths) -> SavedSummary:
+def read_saved(paths: Paths, *, sandbox: bool) -> SavedSummary:
     """Read the three records; each one that cannot be read becomes a problem, not an error."""
     try:
-        creds = credentials(paths)
+        creds = credentials(paths, sandbox=sandbox)
     except SettingsError as exc:
         return SavedSummary(problems=(inert_line(exc, 300),))
     problems: list[str] = []
@@ -299,7 +302,7 @@ class AccountScreen(Screen[None]):
             ("signed in as", who),
         ]
         if market.sandbox:
-            note = "the forms save sandbox credentials; the console keeps its built-in account"
+            note = "sandbox accounts are kept apart from real ones; the console keeps its own"
             rows.append(("note", Text(note, colours.label)))
         self.query_one("#account-service", Static).update(_grid(rows, colours))
         self.query_one("#account-saved", Static).update(self._saved_grid(colours))
@@ -327,9 +330,9 @@ class AccountScreen(Screen[None]):
     # -- reading what is saved and who the console is ---------------------------------------------
 
     def action_refresh(self) -> None:
-        paths = self.runtime.paths
+        paths, sandbox = self.runtime.paths, self.market.sandbox
         self.run_worker(
-            lambda: self.post_message(SavedRead(read_saved(paths))),
+            lambda: self.post_message(SavedRead(read_saved(paths, sandbox=sandbox))),
             thread=True,
             group="account-saved",
             exclusive=True,
@@ -389,7 +392,7 @@ class AccountScreen(Screen[None]):
                     del self._codes[flow]
 
         try:
-            creds = credentials(self.runtime.paths)
+            creds = credentials(self.runtime.paths, sandbox=self.market.sandbox)
             client = self.market.account
             if flow == "login":
                 saved = await onboarding.login(

@@ -188,7 +188,7 @@ class UsageScreen(Screen[None]):
         self.summary_reader = Reader(ledger_usage.open_reader(self.ledger_path))
         table = UsageTable(id="usage-table")
         table.attach(self.table_reader)
-        self._query(table)
+        self._query(table, summary=False)
         yield table
         yield Static("", id="usage-detail", markup=False)
         yield Footer()
@@ -196,6 +196,9 @@ class UsageScreen(Screen[None]):
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._redraw())
         self._redraw()
+        # The sums of a million rows keep a core busy for a while: started once the first frame
+        # (with its rows) is out, they never hold it up.
+        self.call_after_refresh(self._start_summary)
 
     def on_unmount(self) -> None:
         for reader in (self.table_reader, self.summary_reader):
@@ -214,7 +217,7 @@ class UsageScreen(Screen[None]):
         self._draw_summary()
         self._show_detail(self.table.selected)
 
-    def _query(self, table: UsageTable) -> None:
+    def _query(self, table: UsageTable, *, summary: bool = True) -> None:
         """Ask for the rows and the summary of the current filter, forgetting older answers."""
         self.generation += 1
         self.summary = Summary()
@@ -224,6 +227,10 @@ class UsageScreen(Screen[None]):
             else "No charges match these filters: c clears them."
         )
         table.show(self.filter, empty_text=empty)
+        if summary:
+            self._start_summary()
+
+    def _start_summary(self) -> None:
         if self.summary_reader is not None:
             self.summary_reader.interrupt()  # an older summary still running is of no use now
         generation, f, reader = self.generation, self.filter, self.summary_reader

@@ -347,7 +347,7 @@ def _ledger(paths: Any) -> Any:
 
 
 def _ledger_totals(now: float) -> Any:
-    from svc_console.policy.budgets import LONGEST, RollingTotals
+    from svc_console.policy.budgets import RollingTotals
     from svc_console.settings import resolve_paths
 
     totals = RollingTotals()
@@ -355,9 +355,9 @@ def _ledger_totals(now: float) -> Any:
     if ledger is None:
         return totals
     try:
-        from svc_console.ledger.budgets import slot_rows
+        from svc_console.ledger.budgets import totals_rows
 
-        totals.load(slot_rows(ledger.db, now - LONGEST - 60, now), now)
+        totals.load(totals_rows(ledger.db, now), now)
     finally:
         ledger.close()
     return totals

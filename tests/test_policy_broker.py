@@ -77,7 +77,7 @@ def totals(runtime: Runtime, scope: str = "overall") -> tuple[int, int]:
     """(reserved, settled) in atomic USDC, from the ledger's running totals."""
     row = runtime.ledger.db.execute(
         "SELECT coalesce(sum(reserved_usdc), 0), coalesce(sum(settled_usdc), 0)"
-        " FROM budget_slots WHERE scope = ?",
+        " FROM budget_totals WHERE grain = 60 AND scope = ?",
         [scope],
     ).fetchone()
     return row[0], row[1]

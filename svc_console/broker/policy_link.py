@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from svc_console.ledger import Ledger, policy_versions
-from svc_console.ledger.budgets import slot_rows
+from svc_console.ledger.budgets import DAY, prune, totals_rows
 from svc_console.policy.budgets import LONGEST, RollingTotals
 from svc_console.policy.live import LivePolicy, VersionSeen
 from svc_console.policy.loader import PolicyFile
@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 def totals_from(ledger: Ledger, now: float) -> RollingTotals:
     """Rolling totals as the ledger holds them, kept up to date with its commits."""
     totals = RollingTotals()
-    totals.load(slot_rows(ledger.db, now - LONGEST - 60, now), now)
+    prune(ledger.db, now - LONGEST - DAY)  # beyond every window: nothing will read it again
+    totals.load(totals_rows(ledger.db, now), now)
     ledger.budget_listeners.append(totals.apply)
     return totals
 

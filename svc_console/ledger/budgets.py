@@ -3,10 +3,11 @@ scan of past requests.
 
 An approval (by the operator or by a policy rule) reserves its ceiling in the request's buckets
 (`core.buckets`) in the same transaction as the decision; success settles it at the amount
-actually charged; failure, denial, expiry, cancellation or a re-price release it. `budget_slots`
-holds the totals per bucket and minute (reserved and settled), which is all the policy engine
-loads at start. Each function runs inside the caller's transaction and returns the change it made
-to the totals, for the in-memory copy to follow once the transaction commits.
+actually charged; failure, denial, expiry, cancellation or a re-price release it.
+`budget_totals` holds the totals per bucket (reserved and settled) by minute, hour and day, all
+three written with every change; the policy engine loads them at start. Each function runs
+inside the caller's transaction and returns the change it made to the totals, for the in-memory
+copy to follow once the transaction commits.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from collections.abc import Iterator
 import sqlite_utils
 
 from svc_console.core.buckets import Bucket, Change, buckets_for, slot_of
+
+MINUTE, HOUR, DAY = 60, 3600, 86_400
+GRAINS = (MINUTE, HOUR, DAY)
 
 
 def reserve(
@@ -48,7 +52,7 @@ def reserve(
             "at": at,
         }
     )
-    _add(db, buckets, slot, reserved=amount)
+    add(db, buckets, slot, reserved=amount)
     return buckets, slot, amount
 
 
@@ -61,7 +65,7 @@ def settle(db: sqlite_utils.Database, request_id: str, charged: int, at: float) 
     db["budget_reservations"].update(
         row_id, {"state": "settled", "settled_usdc": charged, "closed_at": at}
     )
-    _add(db, buckets, slot, reserved=-reserved, settled=charged)
+    add(db, buckets, slot, reserved=-reserved, settled=charged)
     return buckets, slot, charged - reserved
 
 
@@ -72,28 +76,34 @@ def release(db: sqlite_utils.Database, request_id: str, at: float) -> Change | N
         return None
     row_id, buckets, slot, reserved = open_row
     db["budget_reservations"].update(row_id, {"state": "released", "closed_at": at})
-    _add(db, buckets, slot, reserved=-reserved)
+    add(db, buckets, slot, reserved=-reserved)
     return buckets, slot, -reserved
 
 
-def slot_rows(
-    db: sqlite_utils.Database, since: float, now: float
-) -> Iterator[tuple[str, str, int, int]]:
-    """(scope, key, slot, reserved + settled) after `since`, oldest first: what the in-memory
-    totals start from. Minutes of the last day stay minutes (the hour and day windows are exact);
-    older ones are summed per hour, stamped at the hour's end (so they leave the week and month
-    windows at most an hour late, never early), which keeps a busy month to a few thousand rows
-    per bucket and a start fast."""
-    cursor = db.execute(
-        """SELECT scope, key,
-                  CASE WHEN slot > :fine THEN slot ELSE ((slot + 3599) / 3600) * 3600 END AS at,
-                  sum(reserved_usdc + settled_usdc)
-           FROM budget_slots WHERE slot > :since
-           GROUP BY scope, key, at ORDER BY at""",
-        # 25 hours: an hour's end stamped on the oldest minutes must not reach into the day window.
-        {"since": since, "fine": int(now) - 90_000},
-    )
-    yield from cursor
+def totals_rows(db: sqlite_utils.Database, now: float) -> Iterator[tuple[int, str, str, int, int]]:
+    """(grain, scope, key, end of the minute/hour/day, reserved + settled) that the rolling
+    windows ending at `now` can reach, each grain in time order: the minutes of the last day
+    (the hour and day windows), the hours of the last week (the week), the days of the last
+    month (the month). Three ranges of the clustered table: a busy month is read quickly."""
+    for grain, seconds in ((DAY, 30 * DAY), (HOUR, 7 * DAY), (MINUTE, DAY)):
+        yield from db.execute(
+            "SELECT grain, scope, key, at, reserved_usdc + settled_usdc FROM budget_totals"
+            " WHERE grain = ? AND at > ? ORDER BY at",
+            [grain, now - seconds],
+        )
+
+
+def prune(db: sqlite_utils.Database, before: float) -> int:
+    """Forget totals no budget window can reach (older than `before`); returns rows removed.
+    The requests, decisions and charges they summed stay in the ledger."""
+    with db.atomic():
+        removed = 0
+        for grain in GRAINS:
+            cursor = db.execute(
+                "DELETE FROM budget_totals WHERE grain = ? AND at < ?", [grain, before]
+            )
+            removed += cursor.rowcount
+    return removed
 
 
 def reservation(db: sqlite_utils.Database, request_id: str) -> dict | None:
@@ -138,7 +148,7 @@ def _open(db: sqlite_utils.Database, request_id: str) -> tuple[int, tuple, int, 
     return row[0], buckets, row[2], row[3]
 
 
-def _add(
+def add(
     db: sqlite_utils.Database,
     buckets: tuple[Bucket, ...],
     slot: int,
@@ -146,10 +156,17 @@ def _add(
     reserved: int = 0,
     settled: int = 0,
 ) -> None:
+    """Add to each bucket's minute, and to the hour and the day the minute ends in (inside the
+    caller's transaction; reserve, settle and release use it, as may a rebuild of totals)."""
+    stamps = [(grain, -(-slot // grain) * grain) for grain in GRAINS]
     db.conn.executemany(
-        "INSERT INTO budget_slots (scope, key, slot, reserved_usdc, settled_usdc)"
-        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, key, slot) DO UPDATE SET"
+        "INSERT INTO budget_totals (grain, at, scope, key, reserved_usdc, settled_usdc)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (grain, at, scope, key) DO UPDATE SET"
         " reserved_usdc = reserved_usdc + excluded.reserved_usdc,"
         " settled_usdc = settled_usdc + excluded.settled_usdc",
-        [(scope, key, slot, reserved, settled) for scope, key in buckets],
+        [
+            (grain, at, scope, key, reserved, settled)
+            for scope, key in buckets
+            for grain, at in stamps
+        ],
     )

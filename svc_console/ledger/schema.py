@@ -96,8 +96,9 @@ def _v1(db: sqlite_utils.Database) -> None:
 
 def _v2(db: sqlite_utils.Database) -> None:
     """Policies: each policy version seen, budget reservations and the running totals per bucket
-    and minute (ledger/budgets.py, ledger/policy_versions.py). Approvals recorded before this step
-    are counted in the totals here, once, so upgrading never forgets spend a budget must see.
+    by minute, hour and day (ledger/budgets.py, ledger/policy_versions.py). Approvals recorded
+    before this step are counted in the totals here, once, so upgrading never forgets spend a
+    budget must see.
 
     Written with IF NOT EXISTS, like _v3, while the migrations of parallel work are put in order."""
     db.execute(
@@ -131,17 +132,19 @@ def _v2(db: sqlite_utils.Database) -> None:
         "CREATE INDEX IF NOT EXISTS budget_reservations_open"
         " ON budget_reservations(request_id, state)"
     )
+    # Totals per bucket at three grains (60, 3600, 86400 s), each row stamped with the end of
+    # its minute, hour or day; clustered by time so a start reads three ranges in order.
     db.execute(
-        """CREATE TABLE IF NOT EXISTS budget_slots (
+        """CREATE TABLE IF NOT EXISTS budget_totals (
+            grain INTEGER NOT NULL,
+            at INTEGER NOT NULL,
             scope TEXT NOT NULL,
             key TEXT NOT NULL,
-            slot INTEGER NOT NULL,
             reserved_usdc INTEGER NOT NULL DEFAULT 0,
             settled_usdc INTEGER NOT NULL DEFAULT 0,
-            PRIMARY KEY (scope, key, slot)
+            PRIMARY KEY (grain, at, scope, key)
         ) WITHOUT ROWID"""
     )
-    db.execute("CREATE INDEX IF NOT EXISTS budget_slots_slot ON budget_slots(slot)")
     from svc_console.ledger.budgets import backfill
 
     backfill(db)

@@ -2,15 +2,18 @@
 month, per bucket (an agent, a provider, a domain type, overall; and what each auto-approve rule
 approved).
 
-Evaluation must not scan the ledger, so each bucket keeps one-minute slots and, per window, a
-queue of the slots inside it and their running sum: reading a total drops the slots that have left
-the window and returns the sum, O(1) amortised. Slots are stamped with the minute *after* the
-spend (rounded up), so a spend leaves a window at the latest a minute late, never early: a
-rounding error may make a budget stricter, never wider.
+Evaluation must not scan the ledger, so each window of a bucket keeps a queue of cells and their
+running sum: reading a total drops the cells that have left the window and returns the sum, O(1)
+amortised. Each window counts cells of its own grain, the grains the ledger keeps
+(`ledger/budgets.py`): the hour and day windows count minutes, the week hours, the month days.
+A cell is stamped with the end of its minute, hour or day, so spend leaves the hour and day
+windows at most a minute late, the week at most an hour late, the month at most a day late, and
+never early: the rounding can make a budget stricter, never wider. A bucket holds at most a
+day of minutes, a week of hours and a month of days, however long the console runs.
 
-Totals are loaded once at start from the ledger's slot table and then follow the ledger's commits
-(reservations, settlements, releases) through `apply`. One owner: the broker's event loop; the
-check and the reservation it leads to happen without a pause in between (see broker/pipeline.py).
+Totals are loaded once at start from the ledger and then follow its commits (reservations,
+settlements, releases) through `apply`. One owner: the broker's event loop; the check and the
+reservation it leads to happen without a pause in between (see broker/pipeline.py).
 """
 
 from __future__ import annotations
@@ -25,15 +28,26 @@ WINDOW_NAMES = tuple(WINDOWS)  # hour, day, week, month
 WINDOW_INDEX = {name: index for index, name in enumerate(WINDOW_NAMES)}
 _SECONDS = WINDOW_SECONDS = tuple(WINDOWS.values())
 LONGEST = _SECONDS[-1]
+# The grains (seconds) of the cells, and the windows that count each: minutes for the hour and
+# the day, hours for the week, days for the month. The last window of each grain is the longest.
+GRAINS: tuple[tuple[int, tuple[int, ...]], ...] = ((60, (0, 1)), (3600, (2,)), (86_400, (3,)))
+_STORE_OF_GRAIN = {grain: store for store, (grain, _) in enumerate(GRAINS)}
+# Where a cell that leaves a window is forgotten: when it leaves the longest window of its grain.
+_FORGETS = {windows[-1]: store for store, (_, windows) in enumerate(GRAINS)}
 
-__all__ = ["WINDOW_INDEX", "WINDOW_NAMES", "Change", "RollingTotals", "slot_of"]
+__all__ = ["GRAINS", "WINDOW_INDEX", "WINDOW_NAMES", "Change", "RollingTotals", "slot_of"]
+
+
+def stamp(slot: int, grain: int) -> int:
+    """The end of the minute, hour or day a slot falls in."""
+    return -(-slot // grain) * grain
 
 
 class _Bucket:
     __slots__ = ("cells", "queues", "sums")
 
     def __init__(self) -> None:
-        self.cells: dict[int, list[int]] = {}
+        self.cells: tuple[dict[int, list[int]], ...] = tuple({} for _ in GRAINS)
         self.queues: tuple[deque[tuple[int, list[int]]], ...] = tuple(deque() for _ in _SECONDS)
         self.sums = [0] * len(_SECONDS)
 
@@ -43,37 +57,46 @@ class _Bucket:
 
     def expire(self, index: int, now: float) -> None:
         queue, cutoff = self.queues[index], now - _SECONDS[index]
+        forget = _FORGETS.get(index)
         while queue and queue[0][0] <= cutoff:
-            slot, cell = queue.popleft()
+            at, cell = queue.popleft()
             self.sums[index] -= cell[0]
-            if index == len(_SECONDS) - 1:
-                self.cells.pop(slot, None)  # out of the longest window: out of all of them
+            if forget is not None:
+                self.cells[forget].pop(at, None)
 
     def add(self, slot: int, delta: int, now: float) -> None:
-        cell = self.cells.get(slot)
+        """Count `delta` at minute `slot`: in its minute, its hour and its day."""
+        for store, (grain, windows) in enumerate(GRAINS):
+            self._add(store, windows, stamp(slot, grain), delta, now)
+
+    def _add(self, store: int, windows: tuple[int, ...], at: int, delta: int, now: float) -> None:
+        for index in windows:
+            self.expire(index, now)
+        if at <= now - _SECONDS[windows[-1]]:
+            return  # out of every window this grain serves
+        cells = self.cells[store]
+        cell = cells.get(at)
         fresh = cell is None
         if fresh:
-            if slot <= now - LONGEST:
-                return
-            cell = self.cells[slot] = [0]
+            cell = cells[at] = [0]
         cell[0] += delta
-        for index, seconds in enumerate(_SECONDS):
-            self.expire(index, now)
-            if slot > now - seconds:
+        for index in windows:
+            # After expiring, a cell is in a window's queue exactly when it is inside the window.
+            if at > now - _SECONDS[index]:
                 if fresh:
-                    _insert(self.queues[index], slot, cell)
+                    _insert(self.queues[index], at, cell)
                 self.sums[index] += delta
 
 
-def _insert(queue: deque[tuple[int, list[int]]], slot: int, cell: list[int]) -> None:
-    """Keep the queue in slot order; slots almost always arrive in order, so look from the end."""
-    if not queue or queue[-1][0] <= slot:
-        queue.append((slot, cell))
+def _insert(queue: deque[tuple[int, list[int]]], at: int, cell: list[int]) -> None:
+    """Keep the queue in time order; cells almost always arrive in order, so look from the end."""
+    if not queue or queue[-1][0] <= at:
+        queue.append((at, cell))
         return
     position = len(queue)
-    while position and queue[position - 1][0] > slot:
+    while position and queue[position - 1][0] > at:
         position -= 1
-    queue.insert(position, (slot, cell))
+    queue.insert(position, (at, cell))
 
 
 class RollingTotals:
@@ -107,29 +130,29 @@ class RollingTotals:
                     found = self._buckets[bucket] = _Bucket()
                 found.add(slot, delta, self.now)
 
-    def load(self, rows: Iterable[tuple[str, str, int, int]], now: float) -> None:
-        """Start (empty) from the ledger's slots: (scope, key, slot, atomic USDC), oldest first
-        (sorted here if they are not). Built directly, a million rows in about a second."""
+    def load(self, rows: Iterable[tuple[int, str, str, int, int]], now: float) -> None:
+        """Start (empty) from the ledger's totals: (grain, scope, key, end of the minute, hour or
+        day, atomic USDC), each grain's rows in time order. Built directly, without the
+        per-change bookkeeping of `apply`."""
         self.now = max(self.now, now)
-        rows = list(rows)
-        if any(rows[n][2] > rows[n + 1][2] for n in range(len(rows) - 1)):
-            rows.sort(key=lambda row: row[2])
         cutoffs = [self.now - seconds for seconds in _SECONDS]
-        windows = range(len(_SECONDS))
         buckets = self._buckets
-        for scope, key, slot, amount in rows:
+        for grain, scope, key, at, amount in rows:
+            store = _STORE_OF_GRAIN[grain]
+            windows = GRAINS[store][1]
+            if at <= cutoffs[windows[-1]]:
+                continue
             found = buckets.get((scope, key))
             if found is None:
                 found = buckets[(scope, key)] = _Bucket()
-            cell = found.cells.get(slot)
-            if cell is not None:  # the same slot twice: add to it
-                found.add(slot, amount, self.now)
-                continue
-            if slot <= cutoffs[-1]:
-                continue
-            cell = found.cells[slot] = [amount]
-            queues, sums = found.queues, found.sums
+            cells = found.cells[store]
+            cell = cells.get(at)
+            fresh = cell is None
+            if fresh:
+                cell = cells[at] = [0]
+            cell[0] += amount
             for index in windows:
-                if slot > cutoffs[index]:
-                    queues[index].append((slot, cell))
-                    sums[index] += amount
+                if at > cutoffs[index]:
+                    if fresh:
+                        _insert(found.queues[index], at, cell)
+                    found.sums[index] += amount

@@ -94,7 +94,7 @@ def measure(
             )
         return (
             Load(
-                rate=decided / ((last - report["go_ns"]) / 1e9),
+                rate=decided / max((last - report["go_ns"]) / 1e9, 1e-9),
                 submitted=len(ids),
                 decided=decided,
                 lost=total - decided,

@@ -327,12 +327,14 @@ class BrokerHost:
     def _read(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
-            first, *rest = line.split()
+            first, *rest = line.split() or [""]
             with self._changed:
-                if first == "cpu":
+                if first == "cpu" and len(rest) == 1:
                     self._cpu.append(float(rest[0]))
-                else:
+                elif first.startswith("req_") and len(rest) == 2:
                     self.visible[first] = (rest[0], int(rest[1]))
+                else:  # something else wrote to the host's stdout: show it, never misread it
+                    print(f"[broker host] {line.rstrip()}", file=sys.stderr, flush=True)
                 self._changed.notify_all()
 
     def cpu_seconds(self, timeout_s: float = 10.0) -> float:

@@ -2,8 +2,9 @@
 
 SKILLS.md policies (`policies/README.md` documents the vocabulary) are read by `loader`, checked
 against the vocabulary of `rules`, compiled and evaluated by `engine` against the rolling budget
-totals of `budgets`, and kept in force by `live` (reloaded by `watch`). `simulate`, `schema` and
-`drift` serve policy authors.
+totals of `budgets`, and kept in force by `live` (reloaded by `watch`). `simulate`, `schema`,
+`drift` and `drafts` (a draft checked, compared and saved, for the policies screen) serve policy
+authors.
 
 With no policy file, `ManualReview` applies: nothing is denied or approved by a rule, every request
 goes to the operator (DESIGN.md: nothing is auto-approved unless written).

@@ -279,7 +279,7 @@ class PoliciesScreen(Screen[None]):
         self._check_saved()
         self._start_check()
         self._fetch_service()
-        self.set_interval(TICK_S, self._draw_status, name="policies-clock")
+        self.set_interval(TICK_S, self._tick, name="policies-clock")
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._redraw())
         self._redraw()
 
@@ -405,7 +405,7 @@ class PoliciesScreen(Screen[None]):
         self._draw_status()
         self._draw_draft()
         self.query_one(PolicyTabs).show(self.view, self.colours)
-        self.query_one(PolicySimulation).show(self.simulation, self.colours)
+        self._show_simulation(self.simulation)
         self.query_one(PolicyDrift).show(self.service, self.colours)
         if self.view == "diff":
             self._draw_diff()
@@ -444,6 +444,11 @@ class PoliciesScreen(Screen[None]):
                 )
             )
         return rows
+
+    def _tick(self) -> None:
+        # "saved 5s ago" ages; another screen in front need not be drawn (resuming redraws).
+        if self.is_current:
+            self._draw_status()
 
     def _draw_status(self) -> None:
         status = self.query_one(PolicyStatus)

@@ -1,8 +1,16 @@
 """The approval socket: JSON-RPC 2.0, one object per line, over an owner-only Unix socket.
 
 A line is answered independently of the others, so a long `spend.wait` never holds up a `spend.get`
-on the same connection, and a malformed line gets an error without touching anything else. Limits
-(line size, connections, concurrent waits) are announced by `console.hello`.
+on the same connection, and a malformed line gets an error without touching anything else: it is
+read as strict UTF-8 JSON (no NaN or Infinity, no lone surrogate escapes, nesting bounded) before
+any method sees it. Every line gets one reply, except a well-formed notification, which gets none.
+
+One agent cannot hold up the others: each connection has its own bounds, announced by
+`console.hello` (`Limits.describe`). A line must end within `line_timeout_s` of its first byte (a
+client that sends half a line and stalls is cut off); an oversized line is refused and skipped; a
+connection with `max_pending_per_connection` lines unanswered is not read until answers go out;
+replies wait in a buffer of `write_buffer_bytes`, and a client that reads none of them for
+`write_timeout_s` is disconnected.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import secrets
 import stat
 from dataclasses import dataclass, field
@@ -38,25 +47,28 @@ from svc_console.settings import MAX_SOCKET_PATH, ensure_private_dir, write_priv
 log = logging.getLogger(__name__)
 PROTOCOL_VERSION = 1
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INTERNAL_ERROR = -32700, -32600, -32601, -32603
+LINE_TIMEOUT = -32008  # a half line that never ended; the connection is then closed
 AGENT_METHODS = ("console.hello", "spend.submit", "spend.wait", "spend.get", "spend.cancel")
 OPERATOR_METHODS = ("approvals.list", "approvals.approve", "approvals.deny")
+ENVELOPE = frozenset({"jsonrpc", "id", "method", "params"})
 
 
 @dataclass(frozen=True)
 class Limits:
-    max_line_bytes: int = 256 * 1024
+    """What one agent may ask of the socket; `console.hello` tells every agent."""
+
+    max_line_bytes: int = 256 * 1024  # one line, its newline included
+    max_depth: int = 64  # nesting of arrays and objects in one message
     max_connections: int = 512
+    max_pending_per_connection: int = 256  # lines read and not yet answered
     max_waits_per_connection: int = 64
     max_wait_s: float = 3600.0
-    write_timeout_s: float = 10.0
+    line_timeout_s: float = 10.0  # from a line's first byte to its newline
+    write_buffer_bytes: int = 256 * 1024  # replies held for a client that is not reading
+    write_timeout_s: float = 10.0  # how long such a client is waited for
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "max_line_bytes": self.max_line_bytes,
-            "max_connections": self.max_connections,
-            "max_waits_per_connection": self.max_waits_per_connection,
-            "max_wait_s": self.max_wait_s,
-        }
+        return dict(vars(self))
 
 
 def load_operator_token(path: Path) -> str:
@@ -71,6 +83,7 @@ def load_operator_token(path: Path) -> str:
 @dataclass(eq=False)  # identity, not value: connections live in a set
 class _Connection:
     writer: asyncio.StreamWriter
+    slots: asyncio.Semaphore  # one per line being answered
     operator: bool = False
     waits: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -97,7 +110,7 @@ class ApprovalSocket:
         old_umask = os.umask(0o177)  # the socket is born 0600: no window where others may connect
         try:
             self._server = await asyncio.start_unix_server(
-                self._serve, path=str(self.path), limit=self.limits.max_line_bytes + 1
+                self._serve, path=str(self.path), limit=self.limits.max_line_bytes
             )
         finally:
             os.umask(old_umask)
@@ -119,64 +132,101 @@ class ApprovalSocket:
     # -- one connection -----------------------------------------------------------------------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connection = _Connection(writer)
-        if len(self._connections) >= self.limits.max_connections:
-            await self._send(connection, _error(None, errors.Busy("too many connections")))
+        if not _same_user(writer):
             writer.close()
             return
-        if not _same_user(writer):
+        limits = self.limits
+        writer.transport.set_write_buffer_limits(high=limits.write_buffer_bytes)
+        connection = _Connection(writer, asyncio.Semaphore(limits.max_pending_per_connection))
+        if len(self._connections) >= limits.max_connections:
+            await self._send(connection, _error(None, errors.Busy("too many connections")))
             writer.close()
             return
         self._connections.add(connection)
         try:
-            while True:
-                try:
-                    line = await reader.readuntil(b"\n")
-                except asyncio.IncompleteReadError:
-                    break  # the peer closed; a half line at the end is dropped
-                except asyncio.LimitOverrunError:
-                    await self._send(
-                        connection,
-                        _error(
-                            None,
-                            errors.TooLarge(
-                                f"a line may hold at most {self.limits.max_line_bytes} bytes"
-                            ),
-                        ),
-                    )
-                    break  # the rest of an oversized line cannot be framed reliably
-                if line.strip():
-                    task = asyncio.create_task(self._answer(connection, line))
-                    connection.tasks.add(task)
-                    task.add_done_callback(connection.tasks.discard)
+            await self._read_lines(connection, reader)
         except (ConnectionError, OSError):
-            pass
+            pass  # the peer went away, or a reply could not be written: the connection ends
         finally:
             self._connections.discard(connection)
             for task in list(connection.tasks):
                 task.cancel()
-            writer.close()
+            if writer.transport.get_write_buffer_size():
+                writer.transport.abort()  # replies nobody will read must not keep it alive
+            else:
+                writer.close()
+
+    async def _read_lines(self, connection: _Connection, reader: asyncio.StreamReader) -> None:
+        limits = self.limits
+        skipping = False  # inside an oversized line, already refused: drop up to its newline
+        while True:
+            first = await reader.read(1)  # an idle connection may wait here as long as it likes
+            if not first:
+                return
+            try:
+                async with asyncio.timeout(limits.line_timeout_s):
+                    line = first if first == b"\n" else first + await reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError:
+                return  # the peer closed; a half line at the end is dropped
+            except asyncio.LimitOverrunError as overrun:
+                # The head of the line is buffered: drop it, then the rest as it arrives.
+                await reader.readexactly(overrun.consumed)
+                if not skipping:
+                    await self._send(connection, _error(None, self._too_large()))
+                skipping = True
+                continue
+            except TimeoutError:
+                message = f"a line must end within {limits.line_timeout_s:g} s of its first byte"
+                await self._send(
+                    connection, _error(None, _rpc(LINE_TIMEOUT, "line_timeout", message))
+                )
+                return
+            if skipping:
+                skipping = False  # that was the end of the oversized line
+                continue
+            if len(line) > limits.max_line_bytes:
+                await self._send(connection, _error(None, self._too_large()))
+                continue
+            if line.strip():
+                # Past this many unanswered lines the connection is not read: backpressure.
+                await connection.slots.acquire()
+                task = asyncio.create_task(self._answer(connection, line))
+                connection.tasks.add(task)
+                task.add_done_callback(connection.tasks.discard)
+                task.add_done_callback(lambda _: connection.slots.release())
+
+    def _too_large(self) -> errors.BrokerError:
+        return errors.TooLarge(f"a line may hold at most {self.limits.max_line_bytes} bytes")
 
     async def _answer(self, connection: _Connection, line: bytes) -> None:
-        reply = await self._dispatch(connection, line)
+        try:
+            reply = await self._dispatch(connection, line)
+        except Exception:  # never let one line's answer die silently
+            log.exception("answering a socket line failed")
+            reply = _error(None, _rpc(INTERNAL_ERROR, "internal", "internal error; see the log"))
         if reply is not None:
             await self._send(connection, reply)
 
     async def _send(self, connection: _Connection, reply: dict[str, Any]) -> None:
-        data = json.dumps(reply, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        data = _encode(reply)
+        writer = connection.writer
         async with connection.lock:
+            if writer.is_closing():
+                return
             try:
-                connection.writer.write(data)
-                # A client that never reads must not make the broker buffer without end.
-                await asyncio.wait_for(connection.writer.drain(), self.limits.write_timeout_s)
+                writer.write(data)
+                if writer.transport.get_write_buffer_size() > self.limits.write_buffer_bytes:
+                    # A client that is not reading: wait a while for it, then let it go, so the
+                    # broker never buffers without end.
+                    await asyncio.wait_for(writer.drain(), self.limits.write_timeout_s)
             except (TimeoutError, ConnectionError, OSError):
-                connection.writer.close()
+                # Abort, not close: close() would wait to flush to a peer that does not read.
+                writer.transport.abort()
 
     async def _dispatch(self, connection: _Connection, line: bytes) -> dict[str, Any] | None:
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):
-            return _error(None, _rpc(PARSE_ERROR, "parse_error", "not valid UTF-8 JSON"))
+        message = _parse(line, self.limits.max_depth)
+        if isinstance(message, errors.BrokerError):
+            return _error(None, message)
         if not isinstance(message, dict):
             return _error(
                 None, _rpc(INVALID_REQUEST, "invalid_request", "send one JSON-RPC object per line")
@@ -192,22 +242,35 @@ class ApprovalSocket:
                 request_id,
                 _rpc(INVALID_REQUEST, "invalid_request", 'needs "jsonrpc": "2.0" and a method'),
             )
+        if not ENVELOPE.issuperset(message):
+            # A misspelt "params" would otherwise be dropped and the call made without them.
+            unknown = sorted(set(message) - ENVELOPE)[0]
+            return _error(
+                request_id,
+                _rpc(
+                    INVALID_REQUEST,
+                    "invalid_request",
+                    f"unknown member {unknown[:40]!r}: a request has jsonrpc, id, method, params",
+                ),
+            )
+        notification = "id" not in message  # gets no answer, not even an error
         params = message.get("params", {})
         if not isinstance(params, dict):
-            return _error(request_id, errors.InvalidParams("params must be an object"))
-        try:
-            result = await self._call(connection, method, params)
-        except ValidationError as exc:
-            failure = errors.InvalidParams(_explain(exc))
-        except errors.BrokerError as exc:
-            failure = exc
-        except Exception:
-            log.exception("socket method %s failed", method)
-            failure = _rpc(INTERNAL_ERROR, "internal", "internal error; see the log")
+            failure: errors.BrokerError | None = errors.InvalidParams("params must be an object")
         else:
-            failure = None
-        if "id" not in message:
-            return None  # a notification gets no answer, not even an error
+            try:
+                result = await self._call(connection, method, params)
+            except ValidationError as exc:
+                failure = errors.InvalidParams(_explain(exc))
+            except errors.BrokerError as exc:
+                failure = exc
+            except Exception:
+                log.exception("socket method %s failed", method[:60])
+                failure = _rpc(INTERNAL_ERROR, "internal", "internal error; see the log")
+            else:
+                failure = None
+        if notification:
+            return None
         if failure is not None:
             return _error(request_id, failure)
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
@@ -217,7 +280,9 @@ class ApprovalSocket:
         if method == "console.hello":
             hello = HelloParams.model_validate(params)
             if hello.token is not None:
-                if not hmac.compare_digest(hello.token, self._operator_token):
+                # Bytes: compare_digest refuses str holding anything but ASCII.
+                given, expected = hello.token.encode(), self._operator_token.encode()
+                if not hmac.compare_digest(given, expected):
                     raise errors.NotAuthorised("wrong operator token")
                 connection.operator = True
             return self._hello(connection)
@@ -273,6 +338,71 @@ class ApprovalSocket:
                 "sandbox": market.sandbox,
             },
         }
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# A \uD800-\uDFFF escape: the only way a surrogate gets into text decoded as strict UTF-8.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+
+def _parse(line: bytes, max_depth: int) -> Any:
+    """The line's JSON value, or the error to answer: strict UTF-8, standard JSON, text that is
+    valid Unicode (what the ledger and every reply must be able to encode), bounded nesting."""
+    try:
+        text = line.decode("utf-8")
+        message = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        return errors.TooLarge(f"a message may nest at most {max_depth} levels")
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return _rpc(PARSE_ERROR, "parse_error", "not valid UTF-8 JSON")
+    # Cheap tests first: most lines hold no surrogate escape and few brackets.
+    may_nest = text.count("[") + text.count("{") > max_depth
+    if may_nest or _SURROGATE_ESCAPE.search(text):
+        problem = _shape_problem(message, max_depth)
+        if problem == "depth":
+            return errors.TooLarge(f"a message may nest at most {max_depth} levels")
+        if problem == "surrogate":
+            return _rpc(PARSE_ERROR, "parse_error", "not valid UTF-8 JSON: a lone surrogate")
+    return message
+
+
+def _shape_problem(value: Any, max_depth: int) -> str | None:
+    """'depth' or 'surrogate' if the value nests too deep or holds a lone surrogate (walked
+    without recursion, so no message can exhaust the stack)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if not _is_unicode(item):
+                return "surrogate"
+        elif isinstance(item, dict | list):
+            if depth > max_depth:
+                return "depth"
+            if isinstance(item, dict):
+                stack.extend((key, depth) for key in item)
+                stack.extend((child, depth + 1) for child in item.values())
+            else:
+                stack.extend((child, depth + 1) for child in item)
+    return None
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _encode(reply: dict[str, Any]) -> bytes:
+    text = json.dumps(reply, separators=(",", ":"), ensure_ascii=False, default=str)
+    try:
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:  # text from elsewhere with a lone surrogate: escape it
+        return json.dumps(reply, separators=(",", ":"), default=str).encode() + b"\n"
 
 
 def _public(request: Any) -> dict[str, Any]:

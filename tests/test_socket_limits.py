@@ -1,0 +1,234 @@
+"""Slow and hostile clients on the approval socket: half lines that stall, very slow writers,
+clients that never read, too many connections, waits or lines at once. None of them may hold up
+another agent; each limit is announced by `console.hello`.
+
+A second socket with tight limits is served beside the runtime's, on the same broker, so each limit
+is reached in a few lines. No timing is asserted: only who got an answer and who was let go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+from dataclasses import fields
+from typing import Any
+
+import pytest
+from helpers import eventually
+
+from svc_console.agent import AgentError, AsyncAgent
+from svc_console.broker.socket_server import ApprovalSocket, Limits
+
+HELLO = b'{"jsonrpc":"2.0","id":"hi","method":"console.hello"}\n'
+TIGHT = Limits(
+    max_line_bytes=4096,
+    max_connections=6,
+    max_pending_per_connection=8,
+    max_waits_per_connection=2,
+    line_timeout_s=0.5,
+    write_buffer_bytes=16 * 1024,
+    write_timeout_s=0.5,
+)
+
+
+@pytest.fixture
+async def tight(runtime: Any) -> Any:
+    token = runtime.paths.operator_token.read_text().strip()
+    socket = ApprovalSocket(runtime.broker, runtime.paths.home / "tight.sock", token, TIGHT)
+    await socket.start()
+    yield socket
+    await socket.stop()
+
+
+async def raw(socket: ApprovalSocket) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_unix_connection(str(socket.path), limit=16 * 1024 * 1024)
+
+
+async def reply(reader: asyncio.StreamReader) -> dict[str, Any]:
+    line = await asyncio.wait_for(reader.readline(), 10)
+    assert line, "the broker closed the connection"
+    return json.loads(line)
+
+
+async def closed(reader: asyncio.StreamReader) -> bool:
+    """Whether the broker has closed this connection (what it still sends first is skipped)."""
+    try:
+        while await asyncio.wait_for(reader.readline(), 10):
+            pass
+    except ConnectionError:
+        pass
+    return True
+
+
+async def bystander_is_answered(socket: ApprovalSocket) -> None:
+    async with AsyncAgent("bystander", socket.path) as agent:
+        assert (await agent.call("console.hello", {}))["server"] == "svc-console"
+        with pytest.raises(AgentError) as unknown:
+            await agent.get("req_nobody")
+        assert unknown.value.reason == "unknown_request"
+
+
+async def test_hello_announces_every_limit(runtime, tight):
+    async with AsyncAgent("bot", runtime.paths.socket) as agent:
+        announced = agent.hello_info["limits"]
+    assert announced == Limits().describe()
+    assert set(announced) == {f.name for f in fields(Limits)}
+    async with AsyncAgent("bot", tight.path) as agent:
+        assert agent.hello_info["limits"] == TIGHT.describe()
+
+
+async def test_a_half_line_that_stalls_is_cut_off_and_holds_up_nobody(tight):
+    reader, writer = await raw(tight)
+    writer.write(b'{"jsonrpc":"2.0","id":1,"method":"console.he')
+    await writer.drain()
+    await bystander_is_answered(tight)  # while the half line waits
+    error = (await reply(reader))["error"]
+    assert error["code"] == -32008 and error["data"]["reason"] == "line_timeout"
+    assert "0.5 s" in error["message"]
+    assert await closed(reader)
+    await eventually(lambda: len(tight._connections) == 0)
+    await bystander_is_answered(tight)
+
+
+async def test_a_slow_writer_is_answered_in_its_turn(runtime):
+    """A line written a few bytes at a time, well within the line timeout, is answered; agents
+    on other connections are answered meanwhile."""
+    slow_reader, slow_writer = await asyncio.open_unix_connection(str(runtime.paths.socket))
+    async with AsyncAgent("quick", runtime.paths.socket) as quick:
+        for start in range(0, len(HELLO), 5):
+            slow_writer.write(HELLO[start : start + 5])
+            await slow_writer.drain()
+            assert (await quick.call("console.hello", {}))["server"] == "svc-console"
+            await asyncio.sleep(0.01)
+    assert (await reply(slow_reader))["id"] == "hi"
+    slow_writer.close()
+
+
+async def test_half_a_line_then_hanging_up_is_dropped(tight):
+    _reader, writer = await raw(tight)
+    writer.write(b'{"jsonrpc":"2.0","id":1,"method":"spend.submit","params":{"agent":"a"')
+    await writer.drain()
+    writer.close()
+    await eventually(lambda: len(tight._connections) == 0)
+    await bystander_is_answered(tight)
+
+
+async def test_a_client_that_never_reads_is_let_go_and_holds_up_nobody(tight):
+    # A bare socket, never read (an asyncio stream would read into its own buffer behind our
+    # back), sending far more requests than the kernel and the broker will buffer answers for.
+    loop = asyncio.get_running_loop()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    await loop.sock_connect(sock, str(tight.path))
+    flood = asyncio.create_task(loop.sock_sendall(sock, HELLO * 20_000))
+    most_tasks = 0
+
+    def drained_or_gone() -> bool:
+        nonlocal most_tasks
+        for connection in tight._connections:
+            most_tasks = max(most_tasks, len(connection.tasks))
+            # Replies held for it never grow past the high-water mark and one reply.
+            assert connection.writer.transport.get_write_buffer_size() <= 17 * 1024
+        return not tight._connections
+
+    await bystander_is_answered(tight)
+    await eventually(drained_or_gone, timeout=30)
+    assert most_tasks <= TIGHT.max_pending_per_connection
+    await bystander_is_answered(tight)
+    with contextlib.suppress(OSError):
+        await flood  # the broker hung up on it
+    sock.close()
+
+
+async def test_unanswered_lines_are_bounded_and_all_answered_in_the_end(tight):
+    """More lines at once than a connection may have unanswered: the socket stops reading that
+    connection until answers go out, and every line is still answered."""
+    reader, writer = await raw(tight)
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": n, "method": "spend.get", "params": {}}).encode()
+        for n in range(200)
+    ]
+    writer.write(b"\n".join(lines) + b"\n")
+    await writer.drain()
+    ids = sorted([(await reply(reader))["id"] for _ in range(200)])
+    assert ids == list(range(200))
+    writer.close()
+
+
+async def test_connections_beyond_the_limit_are_refused_and_a_freed_slot_is_reused(tight):
+    held = [await raw(tight) for _ in range(TIGHT.max_connections)]
+    await eventually(lambda: len(tight._connections) == TIGHT.max_connections)
+    reader, _writer = await raw(tight)
+    error = (await reply(reader))["error"]
+    assert error["data"]["reason"] == "busy" and "too many connections" in error["message"]
+    assert await closed(reader)
+    # Those already connected are still served.
+    held[0][1].write(HELLO)
+    assert (await reply(held[0][0]))["result"]["server"] == "svc-console"
+    held[-1][1].close()
+    await eventually(lambda: len(tight._connections) == TIGHT.max_connections - 1)
+    await bystander_is_answered(tight)
+    for _reader, writer in held:
+        writer.close()
+
+
+async def test_waits_per_connection_are_limited_and_others_may_still_wait(runtime, tight):
+    async with AsyncAgent("waiter", tight.path) as waiter, AsyncAgent("other", tight.path) as other:
+        ticket = await waiter.submit(
+            endpoint_id="ep_websearch_basic", inputs={"query": "x"}, purpose="wait for me"
+        )
+        request_id = ticket["request_id"]
+        await eventually(lambda: runtime.broker.get(request_id).state == "pending")
+        waits = [asyncio.create_task(waiter.wait(request_id, 30)) for _ in range(2)]
+        await eventually(lambda: sum(c.waits for c in tight._connections) == 2)
+        with pytest.raises(AgentError) as refused:
+            await waiter.wait(request_id, 30)
+        assert refused.value.reason == "busy"
+        assert f"at most {TIGHT.max_waits_per_connection} waits" in refused.value.message
+        # The limit is per connection: another agent waits, and the same one may still ask.
+        other_wait = asyncio.create_task(other.wait(request_id, 30))
+        assert (await waiter.get(request_id))["state"] == "pending"
+        await waiter.cancel(request_id)
+        for finished in await asyncio.gather(*waits, other_wait):
+            assert finished["state"] == "cancelled"
+
+
+async def test_an_oversized_line_is_refused_and_the_connection_goes_on(tight):
+    reader, writer = await raw(tight)
+    limit = TIGHT.max_line_bytes
+    # Exactly the limit, newline included: answered. One byte more: refused, and skipped.
+    padded = HELLO[:-2] + b" " * (limit - len(HELLO)) + b"}\n"
+    assert len(padded) == limit
+    writer.write(padded)
+    assert (await reply(reader))["result"]["server"] == "svc-console"
+    for size in (limit + 1, limit * 3, limit * 50):
+        writer.write(b'{"x":"' + b"a" * size + b'"}\n')
+        error = (await reply(reader))["error"]
+        assert error["data"]["reason"] == "too_large" and str(limit) in error["message"]
+        writer.write(HELLO)
+        assert (await reply(reader))["id"] == "hi"
+    # A long line that has not ended yet is refused once, however much more of it comes.
+    writer.write(b"b" * limit * 3)
+    await writer.drain()
+    assert (await reply(reader))["error"]["data"]["reason"] == "too_large"
+    writer.write(b"b" * limit * 3 + b"\n" + HELLO)
+    assert (await reply(reader))["id"] == "hi"
+    writer.close()
+
+
+async def test_deep_nesting_is_refused_as_too_large(runtime):
+    reader, writer = await asyncio.open_unix_connection(str(runtime.paths.socket))
+    limits = runtime.socket.limits
+    for depth in (limits.max_depth + 1, 5000):
+        inputs = "[" * depth + "]" * depth
+        writer.write(
+            b'{"jsonrpc":"2.0","id":1,"method":"spend.submit","params":{"inputs":'
+            + inputs.encode()
+            + b"}}\n"
+        )
+        error = (await reply(reader))["error"]
+        assert error["data"]["reason"] == "too_large"
+        assert f"at most {limits.max_depth} levels" in error["message"]
+    writer.close()

@@ -7,7 +7,6 @@ terminal, for scripts); nothing secret is printed, only where it was kept.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from typing import Any
@@ -39,6 +38,8 @@ def _ask(prompt: str, *, secret: bool = False) -> str:
 
 
 def _run(args: argparse.Namespace, flow: str, error: type[Exception]) -> int:
+    import asyncio
+
     from svc_console import onboarding
     from svc_console.credentials import Credentials
     from svc_console.market.account import AccountClient

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,8 +94,6 @@ class Runtime:
 
             self.sandbox = SandboxServer()
             self._owns_sandbox = True
-        from eth_account import Account
-
         base_url = self.sandbox.start() if self._owns_sandbox else self.sandbox.base_url
         state = self.sandbox.state
         return Marketplace.connect(
@@ -105,7 +104,7 @@ class Runtime:
             api_token=state.api_token,
             sandbox=True,
             # Sandbox play pays from a throwaway key: any valid signer is a payer there.
-            payer_key=self.payer_key or Account.create().key.hex(),
+            payer_key=self.payer_key or "0x" + secrets.token_hex(32),
         )
 
     def _account_wallet_key(self) -> str | None:

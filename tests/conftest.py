@@ -18,6 +18,19 @@ from svc_console.runtime import Runtime
 from svc_console.settings import Paths
 
 
+@pytest.fixture(autouse=True)
+def no_os_keyring() -> Iterator[None]:
+    """No test depends on the machine having an OS keyring: tests that want one install a
+    stand-in backend themselves."""
+    import keyring
+    from keyring.backends import fail
+
+    before = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
+    yield
+    keyring.set_keyring(before)
+
+
 @pytest.fixture
 def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     # A short path under /tmp: a Unix socket's path may hold at most 107 bytes.

@@ -14,6 +14,7 @@ market endpoint; the dataset listing travels beside it for the policy's tier, ca
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from decimal import Decimal
@@ -91,9 +92,20 @@ def arguments(kind: Kind, dataset_id: str | None, inputs: dict[str, Any]) -> dic
 class PaidTools:
     """Quotes and pays charged MCP tools for the broker."""
 
-    def __init__(self, mcp: McpClient, rest: MarketClient, signer: PaymentSigner | None):
-        self.mcp, self.rest, self.signer = mcp, rest, signer
+    def __init__(self, mcp: McpClient, rest: MarketClient, payer_key: str | None):
+        self.mcp, self.rest = mcp, rest
+        self._payer_key = payer_key
         self._schemas: dict[str, dict[str, Any]] | None = None
+
+    @functools.cached_property
+    def signer(self) -> PaymentSigner | None:
+        """Made on first use: eth-account and x402 take a second to import, and most sessions
+        never sign a tool payment."""
+        if not self._payer_key:
+            return None
+        from svc_console.market.payments import PaymentSigner
+
+        return PaymentSigner(self._payer_key)
 
     async def _check_schema(self, tool: str, args: dict[str, Any]) -> None:
         """Validates against the service's own input schema (tools/list), so a request the

@@ -64,7 +64,7 @@ class Broker:
         self.config = config or BrokerConfig()
         self.clock = clock
         self._new_id = new_id
-        tools = PaidTools(market.mcp, market.rest, market.signer)
+        tools = PaidTools(market.mcp, market.rest, market.payer_key)
         self.policy: PolicyEngine = policy or ManualReview()
         self._intake = Intake(ledger, market, self.policy, self.config.pending_ttl_s, tools)
         self._executor = Executor(ledger, market, clock, self.pending_ttl_s, tools)

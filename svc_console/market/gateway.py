@@ -1,10 +1,9 @@
 """The marketplace as the broker sees it: the REST client, the wallet proxy client, the MCP
-client, and the account wallet's signer for the charged MCP tools."""
+client, and the account wallet's key for the charged MCP tools (see broker.paid_tools)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -12,9 +11,6 @@ from svc_console.market.account import AccountClient
 from svc_console.market.mcp import McpClient
 from svc_console.market.rest import MarketClient
 from svc_console.market.wallet import WalletClient
-
-if TYPE_CHECKING:
-    from svc_console.market.payments import PaymentSigner
 
 
 @dataclass
@@ -27,7 +23,7 @@ class Marketplace:
     mcp: McpClient
     # The agent's wallets and balance (the wallet screen) and the onboarding flows.
     account: AccountClient
-    signer: PaymentSigner | None = None
+    payer_key: str | None = field(default=None, repr=False)
 
     @classmethod
     def connect(
@@ -44,12 +40,6 @@ class Marketplace:
     ) -> Marketplace:
         """`payer_key`: the account wallet's EVM key, which signs the charged MCP tools'
         payments; without one those requests are refused with a reason."""
-        signer = None
-        if payer_key:
-            # Imported here: the x402 package is only needed once there is a key to sign with.
-            from svc_console.market.payments import PaymentSigner
-
-            signer = PaymentSigner(payer_key)
         return cls(
             base_url=base_url,
             wallet_api_base=wallet_api_base,
@@ -58,7 +48,7 @@ class Marketplace:
             wallet=WalletClient(wallet_api_base, username, api_token, transport=transport),
             mcp=McpClient(f"{base_url}/api/mcp", credential=api_key, transport=transport),
             account=AccountClient(base_url, api_key=api_key, transport=transport),
-            signer=signer,
+            payer_key=payer_key,
         )
 
     async def aclose(self) -> None:

@@ -47,6 +47,9 @@ def _bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
+        # Listening at once: a client told the address may connect before uvicorn has started,
+        # and is queued rather than refused.
+        sock.listen(2048)
     except OSError:
         sock.close()
         raise

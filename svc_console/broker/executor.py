@@ -95,9 +95,13 @@ class Executor:
             )
             return finish(state, reason, funding_url=exc.funding_url or None)
         except errors.PriceAboveCeiling as exc:
+            chain = inert_line(exc.chain, 20)
+            asked = f"the provider asked {format_usdc(exc.price)} USDC on {chain}"
+            moved_only = exc.price <= decision.ceiling_usdc  # the same price, on another chain
             reason = (
-                f"the provider asked {format_usdc(exc.price)} USDC on {inert_line(exc.chain, 20)},"
-                f" above the approved {format_usdc(decision.ceiling_usdc)} USDC on"
+                f"{asked}, not on the approved {estimate.chain}; nothing was paid"
+                if moved_only
+                else f"{asked}, above the approved {format_usdc(decision.ceiling_usdc)} USDC on"
                 f" {estimate.chain}; nothing was paid"
             )
             finish(State.repriced, reason)
@@ -118,7 +122,8 @@ class Executor:
             return State.pending
         except errors.ServiceUnreachable as exc:
             return finish(State.failed, f"nothing was charged: {exc.message}")
-        except errors.OutcomeUnknown as exc:
+        except (errors.OutcomeUnknown, errors.MalformedResponse) as exc:
+            # No answer, or one that cannot be read: the service may have executed and charged.
             return finish(
                 State.unknown,
                 f"{exc.message}; it may have been charged: reconcile with the usage history",

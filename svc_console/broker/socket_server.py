@@ -109,8 +109,13 @@ class ApprovalSocket:
             self.path.unlink()
         old_umask = os.umask(0o177)  # the socket is born 0600: no window where others may connect
         try:
+            # A backlog as deep as the connections allowed: with asyncio's default (100), agents
+            # connecting at once beyond it were told they were connected, then found it dead.
             self._server = await asyncio.start_unix_server(
-                self._serve, path=str(self.path), limit=self.limits.max_line_bytes
+                self._serve,
+                path=str(self.path),
+                limit=self.limits.max_line_bytes,
+                backlog=self.limits.max_connections,
             )
         finally:
             os.umask(old_umask)

@@ -466,3 +466,80 @@ def test_totals_loaded_from_the_ledger_are_exact_for_a_day_and_never_early_after
                 if NOW - seconds - late < slot_of(at) <= NOW - seconds
             )
             assert exact <= loaded <= exact + margin, window
+
+
+# -- the generated hot path agrees with the interpreted rules ----------------------------------
+
+NAMES = ["research-bot", "Intern-1", "prov_searchly", "Searchly", "ep_websearch_basic", "x"]
+
+
+@st.composite
+def list_policies(draw):
+    def entries(pool):
+        return draw(st.lists(st.sampled_from(pool), min_size=0, max_size=3, unique=True))
+
+    globs = ["research-*", "intern-?", "PROV_*", "*ly", "ep_web*", "x", "nobody"]
+    lists = {
+        "agents": entries(globs),
+        "providers": entries(globs),
+        "endpoints": entries(globs),
+        "domain_types": entries(["A7", "A8", "A11"]),
+        "chains": entries(["base", "solana"]),
+    }
+    text = ""
+    for side in ("allow", "deny"):
+        chosen = {k: v for k, v in lists.items() if v and draw(st.booleans())}
+        if chosen:
+            text += f"{side}:\n" + "".join(f"  {k}: {v}\n" for k, v in chosen.items())
+    budgets = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["agent", "provider", "domain_type", "overall"]),
+                st.sampled_from(["hour", "day", "week", "month"]),
+                st.one_of(st.none(), st.integers(1, 50)),
+                st.integers(1, 60),
+                st.booleans(),
+            ),
+            max_size=5,
+        )
+    )
+    if budgets:
+        text += "budgets:\n"
+        for per, window, warn, most, only in budgets:
+            line = f"  - {{per: {per}, window: {window}, max_usdc: {most / 100}"
+            line += f", warn_usdc: {min(warn, most) / 100}" if warn else ""
+            line += ', for: ["research-*", "prov_s*", "A7"]' if only and per != "overall" else ""
+            text += line + "}\n"
+    return text or "per_call_max_usdc: 5\n"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    list_policies(),
+    st.lists(
+        st.tuples(
+            st.sampled_from(NAMES),
+            st.sampled_from([*NAMES, None]),
+            st.sampled_from(["A7", "A8", "A11", None]),
+            st.sampled_from(["base", "solana"]),
+            st.integers(1, 30),
+            st.integers(0, 90_000),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+)
+def test_the_generated_hot_path_decides_and_cites_as_the_interpreted_rules(yaml, stream):
+    loaded = load_text(f"```policy\n{yaml}```\n")
+    generated, interpreted = CompiledPolicy(loaded), CompiledPolicy(loaded, generated=False)
+    totals = RollingTotals()
+    now = NOW
+    for agent, provider, domain, chain, cents, gap in stream:
+        now += gap
+        request = facts(
+            agent=agent, provider=provider, domain_type=domain, chain=chain, usdc=cents / 100
+        )
+        one = to_verdict(generated.evaluate(request, totals, now))
+        other = to_verdict(interpreted.evaluate(request, totals, now))
+        assert one.model_dump() == other.model_dump()
+        spend(totals, request, str(Decimal(cents) / 100), now)

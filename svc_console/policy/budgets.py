@@ -101,13 +101,13 @@ def _insert(queue: deque[tuple[int, list[int]]], at: int, cell: list[int]) -> No
 
 class RollingTotals:
     def __init__(self) -> None:
-        self._buckets: dict[Bucket, _Bucket] = {}
+        self.buckets: dict[Bucket, _Bucket] = {}  # read directly by the generated hot path
         self.now = 0.0
 
     def used(self, bucket: Bucket, window: int, now: float) -> int:
         """Atomic USDC reserved and settled in `bucket` within window number `window` (see
         WINDOW_INDEX) ending at `now`."""
-        found = self._buckets.get(bucket)
+        found = self.buckets.get(bucket)
         if found is None:
             return 0
         if now < self.now:
@@ -117,7 +117,7 @@ class RollingTotals:
 
     def bucket(self, bucket: Bucket) -> _Bucket | None:
         """A bucket's windows, for reading several totals of it at once (`total(index, now)`)."""
-        return self._buckets.get(bucket)
+        return self.buckets.get(bucket)
 
     def apply(self, changes: Iterable[Change], now: float | None = None) -> None:
         """Follow committed changes of the ledger's totals."""
@@ -125,9 +125,9 @@ class RollingTotals:
             self.now = now
         for buckets, slot, delta in changes:
             for bucket in buckets:
-                found = self._buckets.get(bucket)
+                found = self.buckets.get(bucket)
                 if found is None:
-                    found = self._buckets[bucket] = _Bucket()
+                    found = self.buckets[bucket] = _Bucket()
                 found.add(slot, delta, self.now)
 
     def load(self, rows: Iterable[tuple[int, str, str, int, int]], now: float) -> None:
@@ -136,7 +136,7 @@ class RollingTotals:
         per-change bookkeeping of `apply`."""
         self.now = max(self.now, now)
         cutoffs = [self.now - seconds for seconds in _SECONDS]
-        buckets = self._buckets
+        buckets = self.buckets
         for grain, scope, key, at, amount in rows:
             store = _STORE_OF_GRAIN[grain]
             windows = GRAINS[store][1]

@@ -16,7 +16,7 @@ from svc_console.policy import hours as time_windows
 from svc_console.policy.budgets import WINDOW_INDEX, RollingTotals
 from svc_console.policy.errors import Where
 from svc_console.policy.facts import Facts
-from svc_console.policy.matchers import Matcher
+from svc_console.policy.matchers import KNOWN_MAX, Matcher
 from svc_console.policy.rules import LIST_KEYS, Budget, When
 
 # Which facts each list is matched against (providers: by id or by name).
@@ -49,16 +49,21 @@ Clock = Callable[[Sequence[time_windows.Window], float], bool]
 class Codes:
     """Exact codes (domain types, chains, tiers...), same interface as Matcher."""
 
-    __slots__ = ("_index", "entries")
+    __slots__ = ("_index", "entries", "known")
 
     def __init__(self, entries: Sequence[str]):
         self.entries = tuple(entries)
         self._index: dict[str, int] = {}
         for index, entry in enumerate(entries):
             self._index.setdefault(entry, index)
+        # As Matcher.known: the codes looked up, with the entry they match or None.
+        self.known: dict[str, int | None] = dict(self._index)
 
     def find(self, value: str) -> int | None:
-        return self._index.get(value)
+        index = self._index.get(value)
+        if len(self.known) < KNOWN_MAX:
+            self.known[value] = index
+        return index
 
     def find_any(self, *values: str | None) -> tuple[int, str] | None:
         for value in values:

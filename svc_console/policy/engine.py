@@ -11,20 +11,23 @@ every rule that decided or warned with the file and line it is written at.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from svc_console.core.money import format_usdc, to_atomic
+from svc_console.policy import hotpath
 from svc_console.policy import hours as time_windows
-from svc_console.policy.budgets import WINDOW_SECONDS, RollingTotals
+from svc_console.policy.budgets import RollingTotals
 from svc_console.policy.checks import AutoRule, BudgetCheck, Cite, group_budgets, list_checks
 from svc_console.policy.facts import Facts
 from svc_console.policy.loader import LoadedPolicy
-from svc_console.policy.matchers import InputScanner
+from svc_console.policy.matchers import MISSING, InputScanner
 from svc_console.policy.rules import SECRET_NAMES
 
 _COMPUTE = {"breed_agent": "svc_breed_agent", "merge_models": "merge_models"}
+_REQUIRE_KEYS = ("verified", "min_quality", "min_reliability")
 
 
 class Evaluation:
@@ -41,7 +44,9 @@ class Evaluation:
 
 
 class CompiledPolicy:
-    def __init__(self, loaded: LoadedPolicy):
+    def __init__(self, loaded: LoadedPolicy, *, generated: bool = True):
+        """`generated=False` keeps the interpreted lists and budgets (the reference the
+        generated hot path is tested against)."""
         rules, source = loaded.rules, loaded.source
         self.loaded = loaded
         self.sha256 = loaded.sha256
@@ -63,6 +68,16 @@ class CompiledPolicy:
         patterns = rules.never_send_patterns or {}
         self._scanner = InputScanner(kinds, patterns) if kinds or patterns else None
         self._source = source
+        # Where each rule is written, looked up once here rather than when a request hits it.
+        self._where = {
+            **{("allow", key): source.key(("allow", key)) for key, *_ in self._allow},
+            **{
+                ("deny", key, index): source.value(("deny", key, index))
+                for key, _, _, found in self._deny
+                for index in range(len(found.entries))
+            },
+            **{("require", k): source.key(("require", k)) for k in _REQUIRE_KEYS},
+        }
         self.budgets = [
             BudgetCheck(budget, source.value(("budgets", i)), f"budgets[{i}]")
             for i, budget in enumerate(rules.budgets)
@@ -89,6 +104,11 @@ class CompiledPolicy:
                 rule for rule in self.auto if rule.domains is None or domain in rule.domains
             ]
         self._auto_anywhere = anywhere
+        if generated:
+            self._lists = hotpath.list_checks(self)
+            self._budgets = hotpath.budget_checks(self)
+        else:
+            self._lists, self._budgets = self._list_checks, self._budget_checks
 
     # -- evaluation -------------------------------------------------------------------------------
 
@@ -96,32 +116,12 @@ class CompiledPolicy:
         self, facts: Facts, totals: RollingTotals, now: float, *, auto_allowed: bool = True
     ) -> Evaluation:
         result = Evaluation()
-        cites = result.citations
+        cites, impacts = result.citations, result.impacts
+        self._lists(facts, cites)
         self._deny_checks(facts, now, cites)
-        impacts = result.impacts
-        amount = facts.amount
         if now < totals.now:
             now = totals.now  # totals never run backwards, even if the wall clock does
-        for group in self._budget_groups:
-            key = group.key(facts)
-            if key is None:
-                continue
-            bucket = totals.bucket((group.scope, key))
-            for budget, window, warn, most in group.limits:
-                if bucket is None:
-                    before = 0
-                else:  # inline of bucket.total(): this loop is the hot path of every request
-                    queue = bucket.queues[window]
-                    if queue and queue[0][0] <= now - WINDOW_SECONDS[window]:
-                        bucket.expire(window, now)
-                    before = bucket.sums[window]
-                after = before + amount
-                impact = (budget, key, before, after)
-                impacts.append(impact)
-                if most is not None and after > most:
-                    cites.append(_budget_cite("deny", impact, "would pass its hard stop", most))
-                elif warn is not None and after > warn:
-                    cites.append(_budget_cite("warn", impact, "passes its warn level", warn))
+        self._budgets(facts, totals, now, cites, impacts)
         for cite in cites:
             if cite.effect == "deny":
                 result.outcome = "deny"
@@ -150,70 +150,123 @@ class CompiledPolicy:
             return result
         return result
 
+    def _list_checks(self, facts: Facts, cites: list[Cite]) -> None:
+        """The allow and deny lists (interpreted; `hotpath.list_checks` writes this out). Each
+        list is read through the dict of values it has already looked up."""
+        for key, first, second, found in self._deny:
+            value = getattr(facts, first)
+            index = None
+            if value is not None:
+                index = found.known.get(value, MISSING)
+                if index is MISSING:
+                    index = found.find(value)
+            if index is None and second is not None:
+                value = getattr(facts, second)
+                if value is not None:
+                    index = found.known.get(value, MISSING)
+                    if index is MISSING:
+                        index = found.find(value)
+            if index is not None:
+                self._cite_list("deny", key, value, found, index, cites)
+        for key, first, second, found in self._allow:
+            value = getattr(facts, first)
+            if value is None:
+                continue
+            index = found.known.get(value, MISSING)
+            if index is MISSING:
+                index = found.find(value)
+            if index is None:
+                other = getattr(facts, second) if second is not None else None
+                if other is None or found.find(other) is None:
+                    self._cite_list("allow", key, value, found, None, cites)
+
+    def _budget_checks(
+        self, facts: Facts, totals: RollingTotals, now: float, cites: list, impacts: list
+    ) -> None:
+        """Each budget's figures, and a citation past its warn level or hard stop (interpreted;
+        `hotpath.budget_checks` writes this out)."""
+        amount = facts.amount
+        for group in self._budget_groups:
+            key = group.key(facts)
+            if key is None:
+                continue
+            bucket = totals.bucket((group.scope, key))
+            for budget, window, warn, most in group.limits:
+                before = bucket.total(window, now) if bucket is not None else 0
+                impact = (budget, key, before, before + amount)
+                impacts.append(impact)
+                if most is not None and before + amount > most:
+                    cites.append(self._budget_cite("deny", impact, most))
+                elif warn is not None and before + amount > warn:
+                    cites.append(self._budget_cite("warn", impact, warn))
+
+    @staticmethod
+    def _budget_cite(effect: str, impact: tuple, limit: int) -> Cite:
+        what = "would pass its hard stop" if effect == "deny" else "passes its warn level"
+        return _budget_cite(effect, impact, what, limit)
+
     def _deny_checks(self, facts: Facts, now: float, cites: list[Cite]) -> None:
-        at = self._source
+        """The checks that are not lists: compute tools, provider quality, the per-call cap,
+        dynamic pricing, hours, the inputs."""
         if self._compute is not None and facts.kind in _COMPUTE:
             tool = _COMPUTE[facts.kind]
             if tool not in self._compute:
-                where = at.key(("compute_tools",))
+                where = self._source.key(("compute_tools",))
                 cites.append(Cite("deny", "compute_tools", f"{tool} is not allowed", where))
-        for key, first, second, found in self._deny:
-            value = getattr(facts, first)
-            index = found.find(value) if value is not None else None
-            if index is None and second is not None:
-                value = getattr(facts, second)
-                index = found.find(value) if value is not None else None
-            if index is not None:
-                reason = f"{value} matches {found.entries[index]!r}"
-                cites.append(Cite("deny", f"deny.{key}", reason, at.value(("deny", key, index))))
-        for key, first, second, found in self._allow:
-            value = getattr(facts, first)
-            if value is None or found.find(value) is not None:
-                continue
-            other = getattr(facts, second) if second is not None else None
-            if other is None or found.find(other) is None:
-                reason = f"{value} is not in the list"
-                cites.append(Cite("deny", f"allow.{key}", reason, at.key(("allow", key))))
-        if self._require is not None and facts.verified is not None:
-            self._require_checks(facts, cites)
-        if self._cap is not None and facts.amount > self._cap:
-            amount, cap = facts.amount, self._cap
+        require = self._require
+        if require is not None and facts.verified is not None:
+            if require.verified and not facts.verified:
+                self._cite_require("verified", "the provider is not verified", cites)
+            least = require.min_quality
+            quality = facts.quality or 0.0
+            if least is not None and quality < least:
+                text = f"qualityScore {quality:.2f} is below {least}"
+                self._cite_require("min_quality", text, cites)
+            least_r = require.min_reliability
+            reliability = facts.reliability or 0.0
+            if least_r is not None and reliability < least_r:
+                text = f"reliability {reliability:.3f} is below {least_r}"
+                self._cite_require("min_reliability", text, cites)
+        cap = self._cap
+        if cap is not None and facts.amount > cap:
+            amount = facts.amount
             cites.append(
                 Cite(
                     "deny",
                     "per_call_max_usdc",
                     lambda: f"may cost {_usdc(amount)} USDC, above the cap of {_usdc(cap)}",
-                    at.key(("per_call_max_usdc",)),
+                    self._source.key(("per_call_max_usdc",)),
                 )
             )
         if self._no_dynamic and facts.dynamic:
-            where = at.key(("dynamic_pricing",))
+            where = self._source.key(("dynamic_pricing",))
             cites.append(Cite("deny", "dynamic_pricing", "the price is dynamic", where))
         if self._hours is not None and not self._in_hours(self._hours, now):
-            cites.append(Cite("deny", "hours", "outside the allowed hours", at.key(("hours",))))
+            where = self._source.key(("hours",))
+            cites.append(Cite("deny", "hours", "outside the allowed hours", where))
         if self._scanner is not None:
-            found = self._scanner.find(facts.inputs)
-            if found is not None:
-                path, name = found
+            hit = self._scanner.find(facts.inputs)
+            if hit is not None:
+                path, name = hit
                 key = ("never_send",) if name in SECRET_NAMES else ("never_send_patterns", name)
-                cites.append(Cite("deny", key[0], f"input {path} holds {name}", at.key(key)))
+                where = self._source.key(key)
+                cites.append(Cite("deny", key[0], f"input {path} holds {name}", where))
 
-    def _require_checks(self, facts: Facts, cites: list[Cite]) -> None:
-        require, at = self._require, self._source
-        assert require is not None
-        if require.verified and not facts.verified:
-            where = at.key(("require", "verified"))
-            cites.append(Cite("deny", "require.verified", "the provider is not verified", where))
-        quality, least = facts.quality or 0.0, require.min_quality
-        if least is not None and quality < least:
-            where = at.key(("require", "min_quality"))
-            reason = f"qualityScore {quality:.2f} is below {least}"
-            cites.append(Cite("deny", "require.min_quality", reason, where))
-        reliability, least = facts.reliability or 0.0, require.min_reliability
-        if least is not None and reliability < least:
-            where = at.key(("require", "min_reliability"))
-            reason = f"reliability {reliability:.3f} is below {least}"
-            cites.append(Cite("deny", "require.min_reliability", reason, where))
+    def _cite_list(
+        self, side: str, key: str, value: str, found: Any, index: int | None, cites: list
+    ) -> None:
+        if side == "deny":
+            entry = found.entries[index]
+            where = self._where.get(("deny", key, index)) or self._source.value(
+                ("deny", key, index)
+            )
+            cites.append(Cite("deny", f"deny.{key}", lambda: f"{value} matches {entry!r}", where))
+        else:
+            where = self._where[("allow", key)]
+            cites.append(Cite("deny", f"allow.{key}", lambda: f"{value} is not in the list", where))
+
+    def _cite_require(self, key: str, reason: str | Callable[[], str], cites: list[Cite]) -> None:
+        cites.append(Cite("deny", f"require.{key}", reason, self._where[("require", key)]))
 
     def _in_hours(self, windows: Sequence[time_windows.Window], now: float) -> bool:
         minute = int(now // 60)

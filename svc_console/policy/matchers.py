@@ -14,13 +14,14 @@ from typing import Any
 from svc_console.core import secrets_scan
 
 _GLOB_CHARS = frozenset("*?[")
-_SEEN_MAX = 8192
+KNOWN_MAX = 8192
+MISSING = object()  # not looked up yet (None in `known` means: looked up, no entry matches)
 
 
 class Matcher:
     """Which entry of a list (names, codes or globs) a value matches, by index."""
 
-    __slots__ = ("_any_glob", "_exact", "_globs", "_seen", "entries")
+    __slots__ = ("_any_glob", "_exact", "_globs", "entries", "known")
 
     def __init__(self, entries: Sequence[str]):
         self.entries = tuple(entries)
@@ -38,17 +39,18 @@ class Matcher:
             if globs
             else None
         )
-        # Names recur (the same agents, the same providers): what each matched, so a name is
-        # folded and matched against the globs once. Bounded; emptied when full.
-        self._seen: dict[str, int | None] = {}
+        # Names recur (the same agents, the same providers): what each matched (an index, or
+        # None), so a name is folded and matched once. Hot loops read it directly and call
+        # `find` only for a name not yet seen. Bounded; emptied when full.
+        self.known: dict[str, int | None] = {}
 
     def find(self, value: str) -> int | None:
-        seen = self._seen
-        if value in seen:
-            return seen[value]
-        if len(seen) >= _SEEN_MAX:
-            seen.clear()
-        found = seen[value] = self._match(value)
+        known = self.known
+        if value in known:
+            return known[value]
+        if len(known) >= KNOWN_MAX:
+            known.clear()
+        found = known[value] = self._match(value)
         return found
 
     def _match(self, value: str) -> int | None:
@@ -94,6 +96,8 @@ class InputScanner:
             (name, pattern, _shortest(pattern), hint, fold)
             for name, pattern, hint, fold in compiled
         )
+        # Shorter text cannot hold any of them (most keys, many values).
+        self.shortest = min((entry[2] for entry in self.patterns), default=0)
 
     def find(self, inputs: Any) -> tuple[str, str] | None:
         """(field path, pattern name) of the first forbidden value found, or None."""
@@ -119,8 +123,10 @@ class InputScanner:
 
     def match(self, text: str) -> str | None:
         """The name of the first pattern found in `text`, or None."""
-        lowered = None
         size = len(text)
+        if size < self.shortest:
+            return None
+        lowered = None
         for name, pattern, shortest, hint, fold in self.patterns:
             if size < shortest:
                 continue

@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint format clean
+.PHONY: demo test bench crash load lint format clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,15 @@ test: $(STAMP)
 BENCH_ARGS = $(if $(RUNS),--runs $(RUNS)) $(if $(ONLY),--only $(ONLY)) $(if $(PROFILE),--profile $(PROFILE))
 bench: $(STAMP)
 	$(BIN)/python tests/bench/run.py $(strip $(BENCH_ARGS))
+
+# The crash test in full (tests/crash_harness.py): CRASH_RUNS kills and restarts of the broker
+# (default 1,000), seeded by CRASH_SEED; prints the counts and any violation.
+crash: $(STAMP)
+	$(BIN)/python tests/crash_harness.py $(if $(CRASH_RUNS),--runs $(CRASH_RUNS)) $(if $(CRASH_SEED),--seed $(CRASH_SEED))
+
+# The load test for a minute (LOAD_SECONDS to change it): 200 agents; prints the figures.
+load: $(STAMP)
+	LOAD_SECONDS=$(or $(LOAD_SECONDS),60) $(BIN)/python -m pytest -q -s tests/test_load.py -k two_hundred
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -197,9 +197,11 @@ async def test_a_challenge_on_another_chain_is_not_paid_and_goes_back(runtime, s
     sandbox.state.faults.add("reprice", routes=["mcp"], count=1, chain="ethereum")
     await runtime.broker.approve(ApproveParams(request_id=request_id))
     request = await eventually(
-        lambda: (r := runtime.broker.get(request_id)).state == State.pending
-        and r.estimate.chain == "ethereum"
-        and r,
+        lambda: (
+            (r := runtime.broker.get(request_id)).state == State.pending
+            and r.estimate.chain == "ethereum"
+            and r
+        ),
         timeout=20,
     )
     assert request.estimate.amount_usdc == Decimal("0.25")
@@ -215,9 +217,11 @@ async def test_a_market_call_whose_challenge_moves_chain_goes_back_to_the_operat
     sandbox.state.faults.add("reprice", routes=["proxy"], count=1, chain="solana")
     await runtime.broker.approve(ApproveParams(request_id=ticket["request_id"]))
     request = await eventually(
-        lambda: (r := runtime.broker.get(ticket["request_id"])).state == State.pending
-        and r.estimate.chain == "solana"
-        and r,
+        lambda: (
+            (r := runtime.broker.get(ticket["request_id"])).state == State.pending
+            and r.estimate.chain == "solana"
+            and r
+        ),
         timeout=20,
     )
     assert "solana" in request.reason and "nothing was paid" in request.reason

@@ -60,8 +60,18 @@ def _submit_params(agent: str, kind: str, **fields: Any) -> dict[str, Any]:
 
 
 def _encode(request_id: int, method: str, params: dict[str, Any]) -> bytes:
+    """One line of UTF-8 JSON. What the socket would refuse without being able to say which call
+    it refused (a lone surrogate, NaN: not UTF-8 JSON, answered with a null id) is refused here,
+    so the call fails at once instead of waiting for an answer that names no call."""
     message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+    try:
+        text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:
+        problem = "text must be valid Unicode (it holds a lone surrogate)"
+    except ValueError:
+        problem = "numbers must be finite (NaN and Infinity are not JSON)"
+    raise AgentError(-32602, "invalid_params", f"{method}: {problem}")
 
 
 def _result(reply: dict[str, Any]) -> Any:
@@ -250,10 +260,11 @@ class AsyncAgent:
         if self._writer is None:
             raise NotConnected("not connected")
         request_id = next(self._ids)
+        line = _encode(request_id, method, params)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._replies[request_id] = future
         try:
-            self._writer.write(_encode(request_id, method, params))
+            self._writer.write(line)
             await self._writer.drain()
         except OSError as exc:
             self._replies.pop(request_id, None)

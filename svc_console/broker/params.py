@@ -8,7 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from svc_console.core.models import Kind
 from svc_console.core.money import Usdc
 
-AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,63}$")
+# \Z, not $: "$" also matches before a final newline, which would let "bot\n" through.
+AGENT_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._\-]{0,63}\Z")
 MAX_PURPOSE = 2000
 MAX_WAIT_S = 3600.0
 

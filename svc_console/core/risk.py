@@ -4,6 +4,7 @@ Each flag has a severity and a one-line reason the operator can act on. Pure: ev
 passed in, so the same facts always give the same flags.
 """
 
+import unicodedata
 from typing import Any
 
 from svc_console.core import secrets_scan
@@ -24,6 +25,8 @@ _DOMAIN_RISKS: dict[str, tuple[Severity, str]] = {
     "A19": (Severity.warn, "identity and KYC: handles personal data"),
 }
 
+# How many lookalike characters a flag names before it counts the rest.
+_SHOWN_LOOKALIKES = 4
 LOW_QUALITY = 0.7
 LOW_RELIABILITY = 0.9
 
@@ -64,6 +67,17 @@ def assess(
             f"dynamic pricing: {format_usdc(estimate.min_usdc)}-{format_usdc(estimate.max_usdc)}"
             " USDC; the runtime challenge sets the price",
         )
+    names = lookalike_letters(endpoint.provider_name) + lookalike_letters(endpoint.provider)
+    lookalikes = list(dict.fromkeys(names))
+    if lookalikes:
+        more = len(lookalikes) - _SHOWN_LOOKALIKES
+        flag(
+            "lookalike_name",
+            Severity.warn,
+            "provider name has letters outside ASCII, which may imitate a known name: "
+            + ", ".join(lookalikes[:_SHOWN_LOOKALIKES])
+            + (f" and {more} more" if more > 0 else ""),
+        )
     if first_use_of_provider:
         flag("first_use", Severity.info, f"first use of {endpoint.provider_name}")
     if agent_max_usdc is not None and estimate.ceiling > agent_max_usdc:
@@ -83,6 +97,20 @@ def assess(
         severity = Severity.high if kind in secrets_scan.SECRET_KINDS else Severity.warn
         flag(f"input_{kind}", severity, f"input {path} {reason}")
     return flags
+
+
+def lookalike_letters(name: str) -> list[str]:
+    """Each letter or digit of `name` outside ASCII, as `U+0430 CYRILLIC SMALL LETTER A`.
+
+    The rule is deliberately blunt: a provider's name in another script, fullwidth or in
+    mathematical letters can pass for a well-known ASCII name (OpenAI spelt with U+041E, a
+    Cyrillic O), so any such character is named by its code point and Unicode name for the
+    operator to judge; an all-ASCII name is never flagged."""
+    found = []
+    for char in name:
+        if ord(char) > 0x7F and unicodedata.category(char)[0] in "LN":
+            found.append(f"U+{ord(char):04X} {unicodedata.name(char, 'UNNAMED')}")
+    return found
 
 
 def describe_domain(endpoint: EndpointRecord) -> str:

@@ -43,16 +43,42 @@ def _slots(client: httpx.AsyncClient) -> asyncio.Semaphore:
     return slots
 
 
-async def send(client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> httpx.Response:
+# A pooled connection the server closed while it sat idle (its keep-alive timeout) fails the next
+# request sent on it in one of these ways, before any answer.
+_STALE_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+
+async def send(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    *,
+    spends_nothing: bool | None = None,
+    **kwargs: Any,
+) -> httpx.Response:
+    """One request. A request that spends nothing (every GET; a dry run, said by its caller) is
+    sent once more, on a fresh connection, when its connection turns out to have been closed
+    under it; anything else that fails on the way is `OutcomeUnknown`, never sent twice."""
+    if spends_nothing is None:
+        spends_nothing = method in ("GET", "HEAD")
     async with _slots(client):
-        try:
-            return await client.request(method, url, **kwargs)
-        except _NOT_SENT as exc:
-            raise errors.ServiceUnreachable(f"cannot reach {client.base_url.host}: {exc}") from None
-        except httpx.TransportError as exc:
+        for attempt in (1, 2):
+            try:
+                return await client.request(method, url, **kwargs)
+            except _NOT_SENT as exc:
+                raise errors.ServiceUnreachable(
+                    f"cannot reach {client.base_url.host}: {exc}"
+                ) from None
+            except _STALE_CONNECTION as exc:
+                if spends_nothing and attempt == 1:
+                    continue
+                failure: httpx.TransportError = exc
+            except httpx.TransportError as exc:
+                failure = exc
             raise errors.OutcomeUnknown(
-                f"{client.base_url.host} did not answer ({type(exc).__name__})"
+                f"{client.base_url.host} did not answer ({type(failure).__name__})"
             ) from None
+    raise AssertionError("unreachable")
 
 
 def _error_body(response: httpx.Response) -> dict[str, Any]:

@@ -75,7 +75,9 @@ class MarketClient:
     async def search_page(self, **filters: Any) -> SearchPage:
         """`POST /api/search` with its total: the filters of `search`."""
         body = {key: _wire(value) for key, value in filters.items() if value is not None}
-        response = await http.send(self._client, "POST", "/api/search", json=body)
+        response = await http.send(
+            self._client, "POST", "/api/search", json=body, spends_nothing=True
+        )
         return http.parse(response, SearchPage.model_validate)
 
     async def market_catalog(

@@ -42,7 +42,9 @@ class WalletClient:
 
     async def dry_run(self, protocol: Protocol, endpoint_id: str, inputs: dict[str, Any]) -> DryRun:
         body = {"endpointId": endpoint_id, "inputs": inputs, "dryRun": True, "approved": False}
-        response = await http.send(self._client, "POST", self._action(protocol), json=body)
+        response = await http.send(
+            self._client, "POST", self._action(protocol), json=body, spends_nothing=True
+        )
         return http.parse(response, DryRun.model_validate)
 
     async def execute(

@@ -56,6 +56,7 @@ HOSTILE: list[tuple[str, str]] = [
     ("next line", "one\x85two"),
     ("tabs", "col1\tcol2\t\t\tcol3\t"),
     ("newlines", "first\nsecond\n\n\nfifth"),
+    ("trailing newline", "research-bot\n"),
     ("line and paragraph separators", "one\u2028two\u2029three"),
     # -- Rich and Textual markup -----------------------------------------------------------------
     ("click quit", "[@click=app.quit]Approve[/]"),

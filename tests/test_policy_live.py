@@ -180,3 +180,26 @@ async def test_the_default_skills_md_created_later_is_picked_up(start, paths):
     save(paths.home / "SKILLS.md", GOOD)
     await eventually(lambda: runtime.policy.status.state == "active")
     assert (await outcome(runtime, SCRAPE)).state == State.denied
+
+
+async def test_drift_reads_the_services_unquoted_decimal_amounts(start, paths, sandbox):
+    """The service's SKILLS.md says `max_usdc: 0.5`, a bare YAML number that reaches the console as
+    a JSON float: the differing rule is named, not "cannot be read"; the same cap respelled is in
+    sync."""
+    from svc_console.policy.drift import compare
+
+    save(paths.home / "SKILLS.md", GOOD)
+    runtime = await start()
+    local = runtime.policy.compiled.loaded
+
+    sandbox.state.accounts.skills_md = GOOD.replace("max_usdc: 0.05", "max_usdc: 0.5")
+    drift = compare(local, await runtime.market.account.policies())
+    assert not drift.service_problems, drift.service_problems
+    assert [(d.path, d.local, d.service) for d in drift.differences] == [
+        ("auto_approve[0].when.max_usdc", "0.05", "0.50")
+    ]
+    assert drift.summary().endswith("first auto_approve[0].when.max_usdc")
+
+    sandbox.state.accounts.skills_md = GOOD.replace("max_usdc: 0.05", "max_usdc: 0.050")
+    respelled = compare(local, await runtime.market.account.policies())
+    assert not respelled.same_text and respelled.in_sync, respelled.summary()

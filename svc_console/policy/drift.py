@@ -3,14 +3,17 @@ on the service) compared with the local one in force.
 
 The same text (same SHA-256) is in sync. Otherwise both sides are read through this console's
 vocabulary and compared rule by rule, so `0.5` and `"0.50"` or two spellings of one time window
-are not drift, while a cap that differs is. A service policy this console cannot read (invalid on
-the service, or in words it does not know) is drift too, with the reasons.
+are not drift, while a cap that differs is. The service's JSON carries an unquoted YAML amount
+(`0.5`) as a float, which the vocabulary refuses for USDC: it is read as the decimal it spells, as
+the local YAML reader does. A service policy this console cannot read (invalid on the service, or
+in words it does not know) is drift too, with the reasons.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from pydantic import ValidationError
@@ -67,7 +70,7 @@ def compare(local: LoadedPolicy, answer: Any) -> Drift:
         reason = "the service's SKILLS.md has errors" + (f" ({problems[0]})" if problems else "")
         return Drift(local.sha256, service_sha, False, service_problems=(reason, *problems[1:]))
     try:
-        service = Rules.model_validate(data["policy"]).model_dump(
+        service = Rules.model_validate(_decimals(data["policy"])).model_dump(
             mode="json", by_alias=True, exclude_none=True
         )
     except ValidationError as exc:
@@ -79,6 +82,17 @@ def compare(local: LoadedPolicy, answer: Any) -> Drift:
     differences: list[Difference] = []
     _diff(local.rules_json(), service, (), differences)
     return Drift(local.sha256, service_sha, False, tuple(differences))
+
+
+def _decimals(value: Any) -> Any:
+    """JSON numbers with a fraction as the decimals they spell (`0.5` → `Decimal("0.5")`)."""
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, Mapping):
+        return {key: _decimals(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_decimals(item) for item in value]
+    return value
 
 
 def _diff(local: Any, service: Any, path: tuple, out: list[Difference]) -> None:

@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass
 from decimal import Decimal
 
+from svc_console.broker.endpoint_cache import EndpointCache
 from svc_console.broker.paid_tools import PaidTools, ToolRefused
 from svc_console.core import risk
 from svc_console.core.datasets import DatasetListing
@@ -44,6 +45,7 @@ class Intake:
     policy: PolicyEngine
     pending_ttl_s: float
     tools: PaidTools
+    endpoints: EndpointCache
 
     async def run(self, request: SpendRequest, now: float) -> State:
         """Take a `received` (or, after a restart, `inspecting`) request as far as it can go
@@ -130,12 +132,17 @@ class Intake:
         return State.pending
 
     async def _inspect_endpoint(self, request: SpendRequest) -> Inspection:
-        """A market call: the endpoint record, its skill.md and the wallet proxy's dry run."""
-        endpoint = await self.market.rest.endpoint(request.endpoint_id or "")
-        skill = await self.market.rest.skill(endpoint.id)
-        dry_run = await self.market.wallet.dry_run(
-            endpoint.protocols[0], endpoint.id, request.inputs
-        )
+        """A market call: the endpoint record and its skill.md (known from an earlier request
+        for a few minutes) and the wallet proxy's dry run of these inputs (always asked)."""
+        known = await self.endpoints.get(request.endpoint_id or "")
+        endpoint, skill = known.record, known.skill
+        try:
+            dry_run = await self.market.wallet.dry_run(
+                endpoint.protocols[0], endpoint.id, request.inputs
+            )
+        except (errors.NotInRegistry, errors.EndpointNotFound):
+            self.endpoints.forget(request.endpoint_id or "")
+            raise
         estimate = Estimate(
             amount_usdc=dry_run.estimated_usdc,
             min_usdc=dry_run.min_usdc,

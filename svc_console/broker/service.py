@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from svc_console.broker import errors
+from svc_console.broker.endpoint_cache import EndpointCache
 from svc_console.broker.executor import MAX_ATTEMPTS, Executor
 from svc_console.broker.paid_tools import PaidTools
 from svc_console.broker.params import ApproveParams, DenyParams, SubmitParams
@@ -66,7 +67,10 @@ class Broker:
         self._new_id = new_id
         tools = PaidTools(market.mcp, market.rest, market.payer_key)
         self.policy: PolicyEngine = policy or ManualReview()
-        self._intake = Intake(ledger, market, self.policy, self.config.pending_ttl_s, tools)
+        endpoints = EndpointCache(market.rest)
+        self._intake = Intake(
+            ledger, market, self.policy, self.config.pending_ttl_s, tools, endpoints
+        )
         self._executor = Executor(ledger, market, clock, self.pending_ttl_s, tools)
         self._listeners: list[Listener] = []
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import sqlite_utils
 
 from svc_console.core.buckets import Bucket, Change, buckets_for, slot_of
+from svc_console.ledger import rows
 
 MINUTE, HOUR, DAY = 60, 3600, 86_400
 GRAINS = (MINUTE, HOUR, DAY)
@@ -40,7 +41,9 @@ def reserve(
     ).fetchone()
     buckets = buckets_for(agent, provider, domain_type, rule)
     slot = slot_of(at)
-    db["budget_reservations"].insert(
+    rows.insert(
+        db,
+        "budget_reservations",
         {
             "request_id": request_id,
             "decision_id": decision_id,
@@ -50,7 +53,7 @@ def reserve(
             "settled_usdc": 0,
             "state": "reserved",
             "at": at,
-        }
+        },
     )
     add(db, buckets, slot, reserved=amount)
     return buckets, slot, amount
@@ -62,8 +65,11 @@ def settle(db: sqlite_utils.Database, request_id: str, charged: int, at: float) 
     if open_row is None:
         return None
     row_id, buckets, slot, reserved = open_row
-    db["budget_reservations"].update(
-        row_id, {"state": "settled", "settled_usdc": charged, "closed_at": at}
+    rows.update(
+        db,
+        "budget_reservations",
+        row_id,
+        {"state": "settled", "settled_usdc": charged, "closed_at": at},
     )
     add(db, buckets, slot, reserved=-reserved, settled=charged)
     return buckets, slot, charged - reserved
@@ -75,7 +81,7 @@ def release(db: sqlite_utils.Database, request_id: str, at: float) -> Change | N
     if open_row is None:
         return None
     row_id, buckets, slot, reserved = open_row
-    db["budget_reservations"].update(row_id, {"state": "released", "closed_at": at})
+    rows.update(db, "budget_reservations", row_id, {"state": "released", "closed_at": at})
     add(db, buckets, slot, reserved=-reserved)
     return buckets, slot, -reserved
 

@@ -25,7 +25,7 @@ from svc_console.core.buckets import Change
 from svc_console.core.models import Decision, Outcome, SpendRequest
 from svc_console.core.money import from_atomic, to_atomic
 from svc_console.core.states import FINAL, State, check_transition
-from svc_console.ledger import budgets
+from svc_console.ledger import budgets, rows
 from svc_console.ledger.request_windows import RequestQuery
 from svc_console.ledger.schema import migrate
 
@@ -112,7 +112,9 @@ class Ledger:
         """Append one link of the hash chain; callers hold the transaction."""
         payload = _dumps({"at": at, "request_id": request_id, "type": kind, "data": data})
         digest = hashlib.sha256((self._last_hash + payload).encode()).hexdigest()
-        self.db["events"].insert(
+        rows.insert(
+            self.db,
+            "events",
             {
                 "at": at,
                 "request_id": request_id,
@@ -120,7 +122,7 @@ class Ledger:
                 "data": _dumps(data),
                 "prev_hash": self._last_hash,
                 "hash": digest,
-            }
+            },
         )
         self._last_hash = digest
 
@@ -137,7 +139,7 @@ class Ledger:
             if row.get(column) is not None:
                 row[column] = _dumps(row[column])
         with self.db.atomic():
-            self.db["requests"].insert(row)
+            rows.insert(self.db, "requests", row)
             self._event(request.id, "received", {"agent": request.agent}, request.created_at)
 
     def get(self, request_id: str) -> SpendRequest | None:
@@ -171,7 +173,7 @@ class Ledger:
             updates[key] = value
         if fields.get("endpoint") is not None:
             updates["provider"] = fields["endpoint"].provider
-        self.db["requests"].update(request_id, updates)
+        rows.update(self.db, "requests", request_id, updates)
         self._event(request_id, str(target), {"reason": fields.get("reason")}, at)
         if target in _RELEASES:
             change = budgets.release(self.db, request_id, at)
@@ -201,21 +203,19 @@ class Ledger:
         `budget_rule`, the auto-approve rule that made it)."""
         with self._committing():
             check_transition(self._state(request_id), target)
-            decision_id = (
-                self.db["decisions"]
-                .insert(
-                    {
-                        "request_id": request_id,
-                        "approved": int(decision.approved),
-                        "by": decision.by,
-                        "at": decision.at,
-                        "ceiling_usdc": to_atomic(decision.ceiling_usdc)
-                        if decision.ceiling_usdc is not None
-                        else None,
-                        "note": decision.note,
-                    }
-                )
-                .last_pk
+            decision_id = rows.insert(
+                self.db,
+                "decisions",
+                {
+                    "request_id": request_id,
+                    "approved": int(decision.approved),
+                    "by": decision.by,
+                    "at": decision.at,
+                    "ceiling_usdc": to_atomic(decision.ceiling_usdc)
+                    if decision.ceiling_usdc is not None
+                    else None,
+                    "note": decision.note,
+                },
             )
             reason = None if decision.approved else decision.note
             self._write_state(request_id, target, decision.at, {"reason": reason, **fields})
@@ -251,19 +251,17 @@ class Ledger:
         """Record an attempt as in flight and move the request to `executing`, in one commit."""
         with self.db.atomic():
             check_transition(self._state(request_id), State.executing)
-            execution_id = (
-                self.db["executions"]
-                .insert(
-                    {
-                        "request_id": request_id,
-                        "decision_id": decision_id,
-                        "attempt": attempt,
-                        "idempotency_key": idempotency_key,
-                        "started_at": at,
-                        "status": "in_flight",
-                    }
-                )
-                .last_pk
+            execution_id = rows.insert(
+                self.db,
+                "executions",
+                {
+                    "request_id": request_id,
+                    "decision_id": decision_id,
+                    "attempt": attempt,
+                    "idempotency_key": idempotency_key,
+                    "started_at": at,
+                    "status": "in_flight",
+                },
             )
             self._write_state(request_id, State.executing, at, {"reason": None})
         return int(execution_id)
@@ -279,9 +277,16 @@ class Ledger:
         **fields: Any,
     ) -> None:
         with self._committing():
-            row = self.db["executions"].get(execution_id)
-            check_transition(self._state(row["request_id"]), target)
-            self.db["executions"].update(
+            found = self.db.execute(
+                "SELECT request_id FROM executions WHERE id = ?", [execution_id]
+            ).fetchone()
+            if found is None:
+                raise KeyError(f"execution {execution_id}")
+            request_id = found[0]
+            check_transition(self._state(request_id), target)
+            rows.update(
+                self.db,
+                "executions",
                 execution_id,
                 {
                     "finished_at": at,
@@ -292,10 +297,10 @@ class Ledger:
                     "error": error,
                 },
             )
-            self._write_state(row["request_id"], target, at, {"reason": error, **fields})
+            self._write_state(request_id, target, at, {"reason": error, **fields})
             if target == State.succeeded and outcome is not None:
                 charged = to_atomic(outcome.charged_usdc)
-                change = budgets.settle(self.db, row["request_id"], charged, at)
+                change = budgets.settle(self.db, request_id, charged, at)
                 if change is not None:
                     self._budget_changes.append(change)
 

@@ -1,0 +1,33 @@
+"""Plain INSERT and UPDATE by primary key, for the writes on every request's path.
+
+sqlite-utils' table methods read the schema again on each call (some fifty statements for one
+request's insert and two state changes); these send one statement each. Table and column names
+are the ledger's own, never an agent's or a provider's text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import sqlite_utils
+
+
+def insert(db: sqlite_utils.Database, table: str, row: Mapping[str, Any]) -> int:
+    """Insert one row; returns its rowid (the primary key of the tables with an integer id)."""
+    columns = ", ".join(f'"{name}"' for name in row)
+    marks = ", ".join("?" * len(row))
+    cursor = db.conn.execute(
+        f'INSERT INTO "{table}" ({columns}) VALUES ({marks})', list(row.values())
+    )
+    return int(cursor.lastrowid or 0)
+
+
+def update(db: sqlite_utils.Database, table: str, key: Any, values: Mapping[str, Any]) -> None:
+    """Set `values` on the row whose `id` is `key`; a missing row is an error, not a no-op."""
+    assignments = ", ".join(f'"{name}" = ?' for name in values)
+    cursor = db.conn.execute(
+        f'UPDATE "{table}" SET {assignments} WHERE id = ?', [*values.values(), key]
+    )
+    if cursor.rowcount != 1:
+        raise KeyError(f"{table} {key!r}")

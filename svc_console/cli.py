@@ -192,6 +192,10 @@ def _run_serve(args: argparse.Namespace) -> int:
         except (OSError, LedgerLocked) as exc:
             raise CommandError(str(exc)) from None
 
+        from svc_console.runtime import unsettled_notice
+
+        for request in runtime.unsettled:
+            print(f"svc-console: {unsettled_notice(request)}", file=sys.stderr, flush=True)
         market = runtime.market
         where = f"the sandbox at {market.base_url}" if market.sandbox else market.base_url
         print(f"svc-console: broker on {runtime.paths.socket}, speaking to {where}", flush=True)

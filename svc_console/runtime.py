@@ -17,12 +17,29 @@ from typing import Any
 
 from svc_console.broker import Broker, BrokerConfig
 from svc_console.broker.socket_server import ApprovalSocket, load_operator_token
+from svc_console.core.money import format_usdc
+from svc_console.core.sanitize import inert_line
 from svc_console.credentials import Credentials
 from svc_console.ledger import Ledger
 from svc_console.market.gateway import Marketplace
 from svc_console.settings import Paths, ServiceConfig, ensure_private_dir
 
 log = logging.getLogger(__name__)
+
+
+def unsettled_notice(request: Any) -> str:
+    """One line for a request recovery turned `unknown`: which call, its approved ceiling, and how
+    to find out whether it was charged. Agent-supplied text is made inert here."""
+    decision = request.decision
+    ceiling = decision.ceiling_usdc if decision is not None else None
+    amount = "no ceiling" if ceiling is None else f"approved ceiling {format_usdc(ceiling)} USDC"
+    endpoint = request.endpoint_id or request.dataset_id or request.kind
+    return (
+        f"request {inert_line(request.id, 40)} ({inert_line(endpoint, 80)}, {amount}) was in"
+        " flight when the console stopped and is now unknown: it may have been charged."
+        " Reconcile it against the usage history (the Usage screen, or svc-console usage"
+        " export) before retrying."
+    )
 
 
 @dataclass
@@ -42,6 +59,9 @@ class Runtime:
     policy_files: list[Path] | None = None
     policy_optional: bool = False
     policy: Any = None
+    # The requests recovery turned `unknown` at start-up (in flight when the last process died),
+    # for `serve` and the TUI to put in front of the operator, not only in the log.
+    unsettled: list[Any] = field(default_factory=list)
     _policy_watch: asyncio.Task[None] | None = None
     _owns_sandbox: bool = False
 
@@ -54,8 +74,8 @@ class Runtime:
             if "policy" not in options:  # tests may bring their own engine
                 options["policy"] = self._start_policy(options.get("clock", time.time))
             self.broker = Broker(self.ledger, self.market, config=self.config, **options)
-            unsettled = await self.broker.start()
-            for request in unsettled:
+            self.unsettled = await self.broker.start()
+            for request in self.unsettled:
                 log.warning("request %s was in flight at the last stop: now unknown", request.id)
             token = load_operator_token(self.paths.operator_token)
             self.socket = ApprovalSocket(self.broker, self.paths.socket, token)

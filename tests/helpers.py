@@ -29,3 +29,39 @@ async def eventually(predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
         if loop.time() > deadline:
             raise AssertionError("condition not reached in time")
         await asyncio.sleep(0.01)
+
+
+def seed_in_flight(
+    paths: Any, request_id: str, *, endpoint_id: str, ceiling: str, agent: str = "research-bot"
+) -> None:
+    """A request approved and in flight in the sandbox ledger, as a console killed mid-call
+    leaves it: the next start-up must turn it `unknown` and report it."""
+    from decimal import Decimal
+
+    from svc_console.core.models import Decision, SpendRequest
+    from svc_console.core.states import State
+    from svc_console.ledger import Ledger
+    from svc_console.settings import ensure_private_dir
+
+    ensure_private_dir(paths.home)
+    ledger = Ledger(paths.ledger(sandbox=True))
+    try:
+        request = SpendRequest(
+            id=request_id,
+            agent=agent,
+            kind="market_call",
+            endpoint_id=endpoint_id,
+            inputs={"query": "heat pumps"},
+            purpose="market sizing",
+            state=State.received,
+            created_at=1.0,
+            updated_at=1.0,
+        )
+        ledger.insert_request(request)
+        ledger.transition(request_id, State.inspecting, at=1.0)
+        ledger.transition(request_id, State.pending, at=1.0, expires_at=10**10)
+        decision = Decision(approved=True, by="operator", at=2.0, ceiling_usdc=Decimal(ceiling))
+        decision_id = ledger.decide(request_id, decision, State.approved)
+        ledger.start_execution(request_id, decision_id, 1, f"{request_id}-1", at=3.0)
+    finally:
+        ledger.close()

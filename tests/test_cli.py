@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import seed_in_flight
 
 CLI = [sys.executable, "-m", "svc_console"]
 
@@ -133,6 +134,30 @@ def test_serve_refuses_a_second_broker_on_the_same_home(served):
     assert second.returncode == 1
     assert "another svc-console broker" in second.stderr
     assert os.path.exists(served / "svc.sock")
+
+
+def test_serve_reports_on_stderr_the_calls_it_found_in_flight(paths):
+    """A console killed mid-call left two executions in flight: `serve` turns them unknown and
+    says so on stderr, one line each (request, endpoint, approved ceiling, how to reconcile), the
+    endpoint's text inert."""
+    seed_in_flight(paths, "req_crash1", endpoint_id="ep_websearch_basic", ceiling="0.02")
+    seed_in_flight(paths, "req_crash2", endpoint_id="ep_\x1b]0;owned\x07x", ceiling="1.5")
+    server = subprocess.Popen(
+        [*CLI, "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        banner = server.stdout.readline()
+    finally:
+        server.terminate()
+        _, errors = server.communicate(timeout=10)
+    assert "broker on" in banner, errors
+    lines = [line for line in errors.splitlines() if "unknown" in line]
+    assert len(lines) == 2, errors
+    first = next(line for line in lines if "req_crash1" in line)
+    assert "ep_websearch_basic" in first and "0.02 USDC" in first
+    assert "svc-console usage" in first and "Usage screen" in first and "Reconcile" in first
+    second = next(line for line in lines if "req_crash2" in line)
+    assert "1.50 USDC" in second and "\x1b" not in errors and "\x07" not in errors
 
 
 def test_sandbox_command_serves_on_loopback_and_keeps_credentials_private(home: Path):

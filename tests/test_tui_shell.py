@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FakeClock
+from helpers import FakeClock, seed_in_flight
 from textual.actions import parse as parse_action
 from textual.app import ComposeResult
 from textual.command import CommandList, CommandPalette
@@ -201,6 +201,21 @@ async def test_palette_switches_theme(console: Callable[..., ConsoleApp]):
         await run_from_palette(pilot, "theme console-high", "Theme: console-high-contrast")
         assert app.theme == "console-high-contrast"
         await until(pilot, lambda: "To keep it" in screen_text(app))
+
+
+async def test_calls_left_in_flight_by_a_crash_are_announced_at_start_up(
+    console: Callable[..., ConsoleApp], paths: Path
+):
+    seed_in_flight(paths, "req_crash1", endpoint_id="ep_websearch_basic", ceiling="0.02")
+    app = console()
+    async with app.run_test(size=(160, 50), notifications=True) as pilot:
+        await started(pilot)
+        await until(pilot, lambda: "1 call to reconcile" in screen_text(app))
+        text = notices(app)
+        assert "request req_crash1 (ep_websearch_basic, approved ceiling 0.02 USDC)" in text
+        assert "may have been charged" in text and "usage history" in text
+        assert "Usage screen" in text and "svc-console usage export" in text
+        assert app.runtime.broker.get("req_crash1").state == State.unknown
 
 
 # -- F1 help ------------------------------------------------------------------------------------

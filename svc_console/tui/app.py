@@ -22,7 +22,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from svc_console.core.sanitize import inert, inert_line
-from svc_console.runtime import Runtime
+from svc_console.runtime import Runtime, unsettled_notice
 from svc_console.tui import bindings as registry
 from svc_console.tui import navigation
 from svc_console.tui.commands import ConsoleCommands
@@ -33,6 +33,7 @@ from svc_console.tui.themes import BUNDLED_THEMES, load_themes, pick_theme
 log = logging.getLogger(__name__)
 
 AfterStart = Callable[[Runtime], Awaitable[None]]
+MAX_UNSETTLED_SHOWN = 5  # in the start-up notification; the history lists every one
 
 
 def _keep_logging_off_the_screen() -> None:
@@ -143,6 +144,7 @@ class ConsoleApp(App[None]):
         home = navigation.HOME if navigation.HOME in self._modes else screens[0].name
         await self.switch_mode(home)
         self._report_problems()
+        self._report_unsettled()
         if self.after_start is not None:
             self.run_worker(
                 self.after_start(self.runtime),
@@ -177,6 +179,25 @@ class ConsoleApp(App[None]):
                 timeout=10,
                 markup=False,
             )
+
+    def _report_unsettled(self) -> None:
+        """The calls a crash left in flight, now `unknown`: one notification that stays for ten
+        minutes (or until clicked away), since each may have been charged and must be reconciled
+        by hand."""
+        unsettled = self.runtime.unsettled
+        if not unsettled:
+            return
+        lines = [unsettled_notice(request) for request in unsettled[:MAX_UNSETTLED_SHOWN]]
+        if len(unsettled) > MAX_UNSETTLED_SHOWN:
+            more = len(unsettled) - MAX_UNSETTLED_SHOWN
+            lines.append(f"… and {more} more: the approvals screen's history lists them all.")
+        self.notify(
+            "\n".join(lines),
+            title=f"{len(unsettled)} call{'s' if len(unsettled) > 1 else ''} to reconcile",
+            severity="error",
+            timeout=600,
+            markup=False,
+        )
 
     async def on_unmount(self) -> None:
         if self._started:

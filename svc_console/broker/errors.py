@@ -16,6 +16,12 @@ class InvalidParams(BrokerError):
     code, reason = -32602, "invalid_params"
 
 
+class SecretInParams(InvalidParams):
+    """A submission holding what looks like a secret (a private key, an sk_live_ key, a bearer
+    token): refused before anything is recorded. The same code and reason as any invalid params;
+    `data` adds `field` (a path, never the value) and `kind` (a secrets_scan kind)."""
+
+
 class UnknownRequest(BrokerError):
     code, reason = -32001, "unknown_request"
 

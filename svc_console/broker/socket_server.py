@@ -41,6 +41,7 @@ from svc_console.broker.params import (
     SubmitParams,
     WaitParams,
 )
+from svc_console.broker.secret_refusal import refuse_secrets
 from svc_console.broker.service import Broker
 from svc_console.settings import MAX_SOCKET_PATH, ensure_private_dir, write_private
 
@@ -292,7 +293,9 @@ class ApprovalSocket:
                 connection.operator = True
             return self._hello(connection)
         if method == "spend.submit":
-            request = await broker.submit(SubmitParams.model_validate(params))
+            submission = SubmitParams.model_validate(params)
+            refuse_secrets(submission)  # before the broker records anything
+            request = await broker.submit(submission)
             return {"request_id": request.id, "state": request.state}
         if method == "spend.get":
             return _public(broker.get(RequestParams.model_validate(params).request_id))

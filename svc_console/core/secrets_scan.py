@@ -1,7 +1,8 @@
 """Patterns of values that must not leave the machine unnoticed: keys, tokens, personal data.
 
-Used to flag and mask planned inputs; policies (SKILLS.md) build their input rules on the same
-names.
+Used to refuse a submission holding a secret before it is recorded (the broker's socket), to flag
+personal data and mask planned inputs (requests recorded before that refusal existed); policies
+(SKILLS.md) build their input rules on the same names.
 """
 
 import re
@@ -50,6 +51,56 @@ def find(value: Any) -> list[tuple[str, str, str]]:
             if pattern.search(text):
                 hits.append((path, kind, reason))
     return hits
+
+
+# Secret kinds in a fixed order (a frozenset's order changes from run to run), so a string that
+# matches two (a bearer token that is an sk_live_ key) is always reported as the same kind.
+_SECRET_ORDER = tuple(kind for kind in PATTERNS if kind in SECRET_KINDS)
+# A key shown as `.key` in a path; any other key is quoted with repr (escapes controls, bidi).
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,39}\Z")
+_MAX_KEY_SHOWN = 40
+
+
+def first_secret(value: Any, path: str) -> tuple[str, str] | None:
+    """Where the first secret-looking string in a JSON value is, and its kind; None if none is.
+
+    Keys are searched too (a secret in a key leaves all the same). `where` names a field path
+    below `path` (`inputs.items[2].token`) and never quotes the secret: a secret in a key is
+    reported as `a key in <path of its object>`. Other keys are shown cut to 40 characters,
+    quoted when they are not plain names."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:  # depth first, in document order, without recursion
+        item, where = stack.pop()
+        if isinstance(item, str):
+            kind = secret_kind(item)
+            if kind is not None:
+                return where, kind
+        elif isinstance(item, dict):
+            children = []
+            for key, child in item.items():
+                kind = secret_kind(key)
+                if kind is not None:
+                    return f"a key in {where}", kind
+                children.append((child, f"{where}{_show_key(key)}"))
+            stack.extend(reversed(children))
+        elif isinstance(item, list):
+            stack.extend(reversed([(child, f"{where}[{i}]") for i, child in enumerate(item)]))
+    return None
+
+
+def secret_kind(text: str) -> str | None:
+    """The first secret kind `text` holds, or None (e-mail addresses are not secrets)."""
+    for kind in _SECRET_ORDER:
+        if PATTERNS[kind][0].search(text):
+            return kind
+    return None
+
+
+def _show_key(key: str) -> str:
+    if _PLAIN_KEY.match(key):
+        return f".{key}"
+    shown = key if len(key) <= _MAX_KEY_SHOWN else key[:_MAX_KEY_SHOWN] + "…"
+    return f"[{shown!r}]"
 
 
 def _masker(kind: str):  # type: ignore[no-untyped-def]

@@ -1,0 +1,226 @@
+"""A spend.submit holding a secret is refused at the socket, and nothing of it is kept.
+
+Over the real socket, against a broker logging to its file under SVC_CONSOLE_HOME at DEBUG: for
+each secret kind, in the inputs (top level, nested, in a key) and in the purpose, the refusal is an
+invalid-params error naming the field and the kind, never the value; afterwards the secret is in
+no file under SVC_CONSOLE_HOME (the SQLite ledger, its WAL, the logs), no request or event was
+added, and the same agent's next clean request goes through. An e-mail address is not a secret: it
+passes and is flagged as personal data, as before. `svc-console agent submit` says the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from helpers import eventually
+
+from svc_console import logs
+from svc_console.agent import AgentError, AsyncAgent
+from svc_console.core import secrets_scan
+from svc_console.core.states import State
+from svc_console.runtime import Runtime
+from svc_console.settings import Paths
+
+ENDPOINT = "ep_websearch_basic"
+REFUSAL_TAIL = ": the console does not send secrets to providers"
+
+
+@dataclass(frozen=True)
+class Secret:
+    kind: str  # a secrets_scan kind
+    named: str  # how the refusal names the kind
+    core: str  # the secret itself
+    prefix: str = ""  # what comes before it and is no secret ("Bearer ", "sk_live_")
+
+    @property
+    def value(self) -> str:  # what an agent might paste
+        return self.prefix + self.core
+
+
+SECRETS = [
+    Secret(
+        "evm_private_key",
+        "an EVM private key",
+        "9f2c4e1ab37d58c06e1f4a2b9d3c7e5f8a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d",
+        prefix="0x",
+    ),
+    Secret(
+        "solana_private_key",
+        "a Solana private key",
+        "5LYakw6eWzdpDgd4sBiZrTC5ZwCNcdjeQR9jPMDXaZPRQou5sP42xrxLBUJpswr5BgJ8E4doTW1HMkQxEptwcEfx",
+    ),
+    Secret("api_key", "an sk_live_ API key", "Q7vT2mX9kL4pR8sW1nB6", prefix="sk_live_"),
+    Secret(
+        "bearer_token",
+        "a bearer token",
+        "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXRva2Vu.Zm9vYmFyYmF6",
+        prefix="Bearer ",
+    ),
+]
+
+
+def placements(secret: str) -> list[tuple[dict[str, object], str]]:
+    """(submission fields, the field path the refusal must name) for one secret."""
+    return [
+        ({"inputs": {"query": f"solar prices {secret}"}}, "inputs.query"),
+        (
+            {"inputs": {"query": "solar", "items": ["a", 2, {"token": secret}]}},
+            "inputs.items[2].token",
+        ),
+        ({"inputs": {"query": "solar"}, "purpose": f"weekly note; auth {secret}"}, "purpose"),
+        ({"inputs": {"query": "solar", "headers": {secret: "x"}}}, "a key in inputs.headers"),
+    ]
+
+
+@pytest.fixture
+async def runtime(make_runtime: Callable[..., Runtime], paths: Paths) -> AsyncIterator[Runtime]:
+    """The broker with svc-console's own log file, at DEBUG so that nothing is filtered out."""
+    log_file = logs.configure(paths.logs, level=logging.DEBUG)
+    rt = make_runtime()
+    await rt.start()
+    try:
+        yield rt
+    finally:
+        await rt.stop()
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            if getattr(handler, "baseFilename", None) == str(log_file):
+                root.removeHandler(handler)
+                handler.close()
+
+
+def submission(agent: str, **fields: object) -> dict[str, object]:
+    return {
+        "agent": agent,
+        "kind": "market_call",
+        "endpoint_id": ENDPOINT,
+        "purpose": "background for the weekly energy note",
+        **fields,
+    }
+
+
+async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, params) -> bytes:
+    """One spend.submit on an open connection: the reply line as sent."""
+    line = {"jsonrpc": "2.0", "id": 1, "method": "spend.submit", "params": params}
+    writer.write(json.dumps(line).encode() + b"\n")
+    await writer.drain()
+    return await asyncio.wait_for(reader.readline(), 10)
+
+
+def counts(runtime: Runtime) -> tuple[int, int]:
+    db = runtime.ledger.db
+    requests = db.execute("SELECT count(*) FROM requests").fetchone()[0]
+    events = db.execute("SELECT count(*) FROM events").fetchone()[0]
+    return requests, events
+
+
+def files_holding(home: Path, text: str) -> list[Path]:
+    """Every file under SVC_CONSOLE_HOME whose bytes hold `text` (ledger, WAL, logs...)."""
+    return [
+        path for path in home.rglob("*") if path.is_file() and text.encode() in path.read_bytes()
+    ]
+
+
+async def pending(runtime: Runtime, request_id: str) -> None:
+    await eventually(lambda: runtime.broker.get(request_id).state == State.pending, timeout=15)
+
+
+@pytest.mark.parametrize("secret", SECRETS, ids=[s.kind for s in SECRETS])
+async def test_a_secret_is_refused_at_the_socket_and_kept_nowhere(
+    runtime: Runtime, paths: Paths, secret: Secret
+):
+    assert secrets_scan.secret_kind(secret.value) == secret.kind  # the sample is what it claims
+    agent = f"leaky-{secret.kind.replace('_', '-')}"
+    before = counts(runtime)
+    reader, writer = await asyncio.open_unix_connection(str(runtime.paths.socket))
+    try:
+        for fields, where in placements(secret.value):
+            raw = await exchange(reader, writer, submission(agent, **fields))
+            assert secret.core.encode() not in raw and secret.core[:8].encode() not in raw
+            error = json.loads(raw)["error"]
+            assert error["code"] == -32602
+            expected = {"reason": "invalid_params", "field": where, "kind": secret.kind}
+            assert error["data"] == expected
+            assert error["message"] == f"{where} looks like {secret.named}{REFUSAL_TAIL}"
+        assert counts(runtime) == before  # no request, no event
+
+        # The same agent, on the same connection, with nothing secret: accepted as ever.
+        marker = f"clean-after-{secret.kind}"
+        clean = submission(agent, inputs={"query": marker})
+        reply = json.loads(await exchange(reader, writer, clean))
+    finally:
+        writer.close()
+    ticket = reply["result"]
+    assert ticket["state"] == "received"
+    await pending(runtime, ticket["request_id"])
+    assert counts(runtime)[0] == before[0] + 1
+
+    # Where the clean request went (the ledger), the secret did not; the log names the attempt.
+    assert files_holding(paths.home, marker), "the scan must read where requests are stored"
+    log_text = (paths.logs / "svc-console.log").read_text()
+    assert f"refused a submission from {agent}: inputs.query looks like" in log_text
+    for text in (secret.core, secret.core[:8]):
+        assert files_holding(paths.home, text) == []
+
+
+async def test_a_refused_path_is_quoted_never_raw(runtime: Runtime):
+    """A key on the way to the secret may hold controls or bidi overrides: it is quoted."""
+    secret = SECRETS[2].value
+    odd = "tricky\n\u202ekey"
+    async with AsyncAgent("quoting-bot", runtime.paths.socket) as agent:
+        with pytest.raises(AgentError) as refused:
+            await agent.submit(endpoint_id=ENDPOINT, inputs={odd: {"k": secret}}, purpose="p")
+    message = refused.value.message
+    assert message.startswith("inputs['tricky\\n\\u202ekey'].k looks like an sk_live_ API key")
+    assert "\n" not in message and "\u202e" not in message and secret not in message
+    assert refused.value.data["field"] == "inputs['tricky\\n\\u202ekey'].k"
+
+
+async def test_an_email_is_personal_data_not_a_secret_it_passes_flagged(
+    runtime: Runtime, paths: Paths
+):
+    email = "jane.doe@example.org"
+    async with AsyncAgent("mail-bot", runtime.paths.socket) as agent:
+        ticket = await agent.submit(
+            endpoint_id=ENDPOINT,
+            inputs={"query": f"solar installers; reply to {email}"},
+            purpose=f"send the shortlist to {email}",
+        )
+    await pending(runtime, ticket["request_id"])
+    request = runtime.broker.get(ticket["request_id"])
+    assert email in request.inputs["query"] and email in request.purpose
+    flags = {flag.code: flag for flag in request.risk}
+    assert flags["input_email"].severity == "warn"
+    assert flags["input_email"].reason == "input query contains an e-mail address (personal data)"
+    assert files_holding(paths.home, email)  # recorded, as before: the operator must see it
+
+
+async def test_the_command_line_says_which_field_and_never_echoes_the_secret(
+    runtime: Runtime, paths: Paths
+):
+    secret = SECRETS[2]
+    before = counts(runtime)
+    command = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "svc_console", "agent", "submit", "--agent", "cli-bot"),
+        *("--endpoint", ENDPOINT, "--purpose", "market sizing"),
+        *("--inputs", json.dumps({"query": f"heat pumps {secret.value}"})),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "SVC_CONSOLE_HOME": str(paths.home)},
+    )
+    out, err = await asyncio.wait_for(command.communicate(), 60)
+    assert command.returncode == 2
+    assert out == b""
+    assert err.decode() == (
+        f"svc-console: inputs.query looks like an sk_live_ API key{REFUSAL_TAIL}\n"
+    )
+    assert counts(runtime) == before
+    assert files_holding(paths.home, secret.core) == []

@@ -46,10 +46,11 @@ from svc_console.tui.themes import BUNDLED_THEMES, ThemeError, load_theme, load_
 from svc_console.tui.widgets.detail import render
 from svc_console.tui.widgets.history import HistoryTable
 
-SECRET = "sk_live_0123456789abcdefXYZ"
+# Personal data the operator must see (a secret would be refused at the socket: test_secret_inputs).
+CONTACT = "jane.doe@example.org"
 SEARCH = {
     "endpoint_id": "ep_websearch_basic",
-    "inputs": {"query": f"solar panel prices 2026 {SECRET}"},
+    "inputs": {"query": f"solar panel prices 2026 {CONTACT}"},
     "purpose": "background for the weekly energy note",
 }
 SCRAPE = {
@@ -103,7 +104,7 @@ async def two_requests(pilot: Pilot[Any], app: ConsoleApp) -> tuple[str, str]:
 
 
 def test_snapshot_two_pending_requests(snap_compare: Any, console: Callable[..., ConsoleApp]):
-    """Two requests from an agent: the queue, the first one's detail (secret masked), the banner."""
+    """Two requests from an agent: the queue, the first one's detail (an e-mail), the banner."""
     app = console()
 
     async def run_before(pilot: Pilot[Any]) -> None:
@@ -224,7 +225,7 @@ async def test_request_appears_unprompted_and_approval_executes(
             assert rang, "a new request rings the bell"
             text = screen_text(app)
             assert "SANDBOX · no real money moves" in text
-            assert SECRET not in text and "[masked api_key]" in text
+            assert CONTACT in text and "input_email" in text
 
             await pilot.press("a")
             done = await agent.wait_for_outcome(ticket["request_id"], timeout_s=15)

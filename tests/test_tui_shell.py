@@ -3,7 +3,9 @@ keymap, against the real runtime (sandbox over HTTP, socket, ledger file)."""
 
 from __future__ import annotations
 
+import stat
 import sys
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from svc_console.tui.commands import ConsoleCommands
 from svc_console.tui.help import HelpScreen
 from svc_console.tui.modals import DenyReasonModal
 from svc_console.tui.preferences import check_keymap, load_preferences
+from svc_console.tui.saved_theme import save_theme
 from svc_console.tui.screens.approvals import ApprovalsScreen
 
 SEARCH = {
@@ -193,14 +196,96 @@ async def test_palette_runs_the_screen_actions_it_lists(console: Callable[..., C
         assert "Pending" in titles and "Sort by decision time" in titles
 
 
-async def test_palette_switches_theme(console: Callable[..., ConsoleApp]):
+async def test_palette_switches_theme_and_the_next_start_keeps_it(
+    console: Callable[..., ConsoleApp], home: Path
+):
     app = console()
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await started(pilot)
         assert app.theme == "console-dark"
         await run_from_palette(pilot, "theme console-high", "Theme: console-high-contrast")
         assert app.theme == "console-high-contrast"
-        await until(pilot, lambda: "To keep it" in screen_text(app))
+        await until(pilot, lambda: "saved in" in screen_text(app))
+    path = home / "settings.toml"
+    assert tomllib.loads(path.read_text()) == {"theme": "console-high-contrast"}
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+    again = console()
+    async with again.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        assert again.theme == "console-high-contrast"
+
+
+SETTINGS_WITH_COMMENTS = """\
+# My console.
+theme = "console-dark"   # the default, for now
+
+[keymap]
+# Approve with y.
+"approvals.approve" = "y"
+"""
+
+
+async def test_a_chosen_theme_changes_only_the_theme_line_of_the_settings(
+    console: Callable[..., ConsoleApp], home: Path
+):
+    path = settings(home, SETTINGS_WITH_COMMENTS)
+    path.chmod(0o644)
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        await run_from_palette(pilot, "theme console-light", "Theme: console-light")
+        await until(pilot, lambda: "saved in" in screen_text(app))
+    assert path.read_text() == SETTINGS_WITH_COMMENTS.replace(
+        'theme = "console-dark"', 'theme = "console-light"'
+    )
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+    again = console()
+    async with again.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        assert again.theme == "console-light" and again.keymap == {"approvals.approve": "y"}
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "expected"),
+    [
+        ("", "console-light", 'theme = "console-light"\n'),
+        ('[keymap]\n"a.b" = "y"\n', "x", 'theme = "x"\n[keymap]\n"a.b" = "y"\n'),
+        ('"theme"=\'old\' # mine\r\nk = 1\n', "x", '"theme"="x" # mine\r\nk = 1\n'),
+        ("theme = 3  # wrong\n", "console-light", 'theme = "console-light"\n'),
+        ('[t]\ntheme = "a"\n', "b", 'theme = "b"\n[t]\ntheme = "a"\n'),
+        ("k = 1\n", 'my "odd" \\ theme', 'theme = "my \\"odd\\" \\\\ theme"\nk = 1\n'),
+        ('theme = """console-dark"""\n', "x", None),
+    ],
+    ids=["none", "tables-only", "quoted-key-comment-crlf", "not-a-string", "in-a-table",
+         "escaped", "multi-line-string"],
+)  # fmt: skip
+def test_saving_a_theme_changes_only_the_theme(tmp_path: Path, text, name, expected):
+    path = tmp_path / "settings.toml"
+    path.write_bytes(text.encode())
+    problem = save_theme(path, name)
+    if expected is None:
+        assert problem and "left as it is" in problem and path.read_bytes() == text.encode()
+    else:
+        assert problem is None and path.read_bytes() == expected.encode()
+        assert tomllib.loads(expected)["theme"] == name
+
+
+async def test_a_broken_settings_file_is_not_overwritten_by_a_chosen_theme(
+    console: Callable[..., ConsoleApp], home: Path
+):
+    broken = 'theme = "console-light\n[keymap]\n"approvals.approve" = "y"\n'
+    path = settings(home, broken)
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        app.clear_notifications()
+        await run_from_palette(pilot, "theme console-high", "Theme: console-high-contrast")
+        assert app.theme == "console-high-contrast"
+        await until(pilot, lambda: "Theme not saved" in screen_text(app))
+        assert "not valid TOML" in notices(app) and "this session only" in notices(app)
+    assert path.read_text() == broken
 
 
 async def test_calls_left_in_flight_by_a_crash_are_announced_at_start_up(

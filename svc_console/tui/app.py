@@ -28,6 +28,7 @@ from svc_console.tui import navigation
 from svc_console.tui.commands import ConsoleCommands
 from svc_console.tui.help import HelpScreen
 from svc_console.tui.preferences import load_preferences, settings_path
+from svc_console.tui.saved_theme import save_theme
 from svc_console.tui.themes import BUNDLED_THEMES, load_themes, pick_theme
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,8 @@ class ConsoleApp(App[None]):
         home = runtime.paths.home
         self._screen_problems = navigation.discover()
         self._bind_screen_keys()
-        preferences = load_preferences(settings_file or settings_path(home))
+        self._settings_file = settings_file or settings_path(home)
+        preferences = load_preferences(self._settings_file)
         # The operator's remapped keys by binding id; help and the palette show keys through it.
         self.keymap: dict[str, str] = dict(preferences.keymap)
         self._settings_problems = list(preferences.problems)
@@ -107,11 +109,19 @@ class ConsoleApp(App[None]):
         return problems
 
     def use_theme(self, name: str) -> None:
-        """Switch theme (from the palette), saying how to keep it."""
+        """Switch theme (from the palette) and save it in settings.toml for the next start."""
         self.theme = name
+        shown = inert_line(name, 60)
+        problem = save_theme(self._settings_file, name)
+        if problem is None:
+            self.notify(f"Theme {shown}, saved in {self._settings_file.name}.", markup=False)
+            return
+        log.warning("theme not saved: %s", problem)
         self.notify(
-            f'Theme {name}. To keep it, put theme = "{name}" in settings.toml.',
-            title="Theme",
+            f"Theme {shown} is used for this session only.\n{inert_line(problem, 300)}",
+            title="Theme not saved",
+            severity="warning",
+            timeout=10,
             markup=False,
         )
 

@@ -1,11 +1,13 @@
 """A spend.submit holding a secret is refused at the socket, and nothing of it is kept.
 
-Over the real socket, against a broker logging to its file under SVC_CONSOLE_HOME at DEBUG: for
-each secret kind, in the inputs (top level, nested, in a key) and in the purpose, the refusal is an
-invalid-params error naming the field and the kind, never the value; afterwards the secret is in
-no file under SVC_CONSOLE_HOME (the SQLite ledger, its WAL, the logs), no request or event was
-added, and the same agent's next clean request goes through. An e-mail address is not a secret: it
-passes and is flagged as personal data, as before. `svc-console agent submit` says the same.
+Over the real socket, against a broker logging to its file under SVC_CONSOLE_HOME at DEBUG: an
+sk_live_ key and a bearer token, in the inputs (top level, nested, in a key) and in the purpose,
+and the console's own wallet key in any spelling, are refused with an invalid-params error naming
+the field and the kind, never the value; afterwards the secret is in no file under
+SVC_CONSOLE_HOME (the SQLite ledger, its WAL, the logs), no request or event was added, and the
+same agent's next clean request goes through. What may be a key but is as often a transaction
+hash or signature passes, flagged high; an e-mail address passes, flagged as personal data.
+`svc-console agent submit` says the same.
 """
 
 from __future__ import annotations
@@ -46,23 +48,20 @@ class Secret:
 
 
 SECRETS = [
-    Secret(
-        "evm_private_key",
-        "an EVM private key",
-        "9f2c4e1ab37d58c06e1f4a2b9d3c7e5f8a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d",
-        prefix="0x",
-    ),
-    Secret(
-        "solana_private_key",
-        "a Solana private key",
-        "5LYakw6eWzdpDgd4sBiZrTC5ZwCNcdjeQR9jPMDXaZPRQou5sP42xrxLBUJpswr5BgJ8E4doTW1HMkQxEptwcEfx",
-    ),
     Secret("api_key", "an sk_live_ API key", "Q7vT2mX9kL4pR8sW1nB6", prefix="sk_live_"),
     Secret(
         "bearer_token",
         "a bearer token",
         "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXRva2Vu.Zm9vYmFyYmF6",
         prefix="Bearer ",
+    ),
+]
+# What may be a private key but is as often a transaction hash or signature: passes, flagged high.
+AMBIGUOUS = [
+    ("evm_private_key", "0x9f2c4e1ab37d58c06e1f4a2b9d3c7e5f8a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d"),
+    (
+        "solana_private_key",
+        "5LYakw6eWzdpDgd4sBiZrTC5ZwCNcdjeQR9jPMDXaZPRQou5sP42xrxLBUJpswr5BgJ8E4doTW1HMkQxEptwcEfx",
     ),
 ]
 
@@ -173,7 +172,7 @@ async def test_a_secret_is_refused_at_the_socket_and_kept_nowhere(
 
 async def test_a_refused_path_is_quoted_never_raw(runtime: Runtime):
     """A key on the way to the secret may hold controls or bidi overrides: it is quoted."""
-    secret = SECRETS[2].value
+    secret = SECRETS[0].value
     odd = "tricky\n\u202ekey"
     async with AsyncAgent("quoting-bot", runtime.paths.socket) as agent:
         with pytest.raises(AgentError) as refused:
@@ -206,7 +205,7 @@ async def test_an_email_is_personal_data_not_a_secret_it_passes_flagged(
 async def test_the_command_line_says_which_field_and_never_echoes_the_secret(
     runtime: Runtime, paths: Paths
 ):
-    secret = SECRETS[2]
+    secret = SECRETS[0]
     before = counts(runtime)
     command = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "svc_console", "agent", "submit", "--agent", "cli-bot"),
@@ -224,3 +223,40 @@ async def test_the_command_line_says_which_field_and_never_echoes_the_secret(
     )
     assert counts(runtime) == before
     assert files_holding(paths.home, secret.core) == []
+
+
+async def test_the_consoles_own_wallet_key_is_refused_in_any_spelling(
+    runtime: Runtime, paths: Paths
+):
+    assert runtime.market is not None and runtime.market.payer_key
+    core = runtime.market.payer_key.removeprefix("0x")
+    before = counts(runtime)
+    async with AsyncAgent("key-bot", runtime.paths.socket) as agent:
+        for spelling in (core, "0x" + core.upper(), f"sign with {core} please"):
+            with pytest.raises(AgentError) as refused:
+                await agent.submit(endpoint_id=ENDPOINT, inputs={"query": spelling}, purpose="p")
+            assert refused.value.message == (
+                f"inputs.query holds this console's own wallet key{REFUSAL_TAIL}"
+            )
+            assert refused.value.data == {
+                "reason": "invalid_params",
+                "field": "inputs.query",
+                "kind": secrets_scan.OWN_KEY,
+            }
+    assert counts(runtime) == before
+    assert files_holding(paths.home, core) == [] and files_holding(paths.home, core[:16]) == []
+
+
+@pytest.mark.parametrize(("kind", "value"), AMBIGUOUS, ids=[kind for kind, _ in AMBIGUOUS])
+async def test_a_value_that_may_be_a_hash_passes_flagged_high_for_the_operator(
+    runtime: Runtime, kind: str, value: str
+):
+    assert secrets_scan.secret_kind(value) == kind  # the sample is what it claims
+    async with AsyncAgent("chain-bot", runtime.paths.socket) as agent:
+        ticket = await agent.submit(
+            endpoint_id=ENDPOINT, inputs={"query": f"transaction {value}"}, purpose="audit"
+        )
+    await pending(runtime, ticket["request_id"])
+    request = runtime.broker.get(ticket["request_id"])
+    [flag] = [flag for flag in request.risk if flag.code == f"input_{kind}"]
+    assert flag.severity == "high"

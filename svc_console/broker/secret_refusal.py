@@ -1,19 +1,23 @@
 """A submission holding a secret is refused at the socket, before anything is recorded.
 
-The console pays providers on an agent's behalf; it never forwards an agent's credentials to
-them. A private key, an sk_live_ key or a bearer token in a request's inputs or purpose would be
-written to the ledger as soon as the request was received (invariant 5: secrets are never stored
-there), then shown to the operator and perhaps sent upstream. So the whole submission is refused
-with an invalid-params error that names the field and the kind of secret, never the value, and
-nothing of it is written: no request, no event, no log line with the value.
+The console pays providers on an agent's behalf; it never forwards credentials to them. An
+sk_live_ key, a bearer token or this console's own wallet key in a request's inputs or purpose
+would be written to the ledger as soon as the request was received (invariant 5: secrets are never
+stored there), then shown to the operator and perhaps sent upstream. So the whole submission is
+refused with an invalid-params error that names the field and the kind of secret, never the value,
+and nothing of it is written: no request, no event, no log line with the value.
 
-E-mail addresses are personal data, not secrets: they pass, flagged by the risk assessment, and
-the policy (`never_send: [emails]`) decides.
+Only what cannot be anything else is refused. Any 64 hex digits may be an EVM private key, but
+are as often a transaction hash or a digest that a crypto-data provider needs; 88 base58 letters
+are as often a Solana transaction signature. Those pass, flagged high by the risk assessment for
+the operator (and a policy's `never_send`) to decide, unless they are this console's own key.
+E-mail addresses are personal data, not secrets: they pass, flagged, and the policy decides.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 
 from svc_console.broker import errors
 from svc_console.broker.params import SubmitParams
@@ -26,14 +30,21 @@ log = logging.getLogger(__name__)
 SCANNED = ("inputs", "purpose", "endpoint_id", "dataset_id")
 
 
-def refuse_secrets(params: SubmitParams) -> None:
-    """Raise `SecretInParams` if a scanned field holds a secret-looking string."""
+# Kinds no ordinary value takes: refused wherever they appear.
+REFUSED_KINDS = ("api_key", "bearer_token")
+
+
+def refuse_secrets(params: SubmitParams, own_keys: Collection[str] = ()) -> None:
+    """Raise `SecretInParams` if a scanned field holds an sk_live_ key, a bearer token or one of
+    `own_keys` (the console's wallet keys, with or without 0x, in any case)."""
+    own = [key.lower().removeprefix("0x") for key in own_keys if key]
     for name in SCANNED:
-        found = secrets_scan.first_secret(getattr(params, name), name)
+        value = getattr(params, name)
+        found = secrets_scan.first_secret(value, name, kinds=REFUSED_KINDS, known=own)
         if found is None:
             continue
         where, kind = found
-        looks_like = secrets_scan.PATTERNS[kind][1]
+        looks_like = secrets_scan.describe(kind)
         # The operator's only trace of the attempt (nothing is recorded): who, where, what kind.
         log.warning("refused a submission from %s: %s %s", params.agent, where, looks_like)
         raise errors.SecretInParams(

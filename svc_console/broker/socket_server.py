@@ -294,7 +294,8 @@ class ApprovalSocket:
             return self._hello(connection)
         if method == "spend.submit":
             submission = SubmitParams.model_validate(params)
-            refuse_secrets(submission)  # before the broker records anything
+            # Before the broker records anything.
+            refuse_secrets(submission, [broker.market.payer_key or ""])
             request = await broker.submit(submission)
             return {"request_id": request.id, "state": request.state}
         if method == "spend.get":

@@ -6,7 +6,7 @@ personal data and mask planned inputs (requests recorded before that refusal exi
 """
 
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 PATTERNS: dict[str, tuple[re.Pattern[str], str]] = {
@@ -29,6 +29,8 @@ PATTERNS: dict[str, tuple[re.Pattern[str], str]] = {
     ),
 }
 SECRET_KINDS = frozenset({"evm_private_key", "solana_private_key", "api_key", "bearer_token"})
+# The kind of a string holding one of the console's own wallet keys (not a pattern: a known value).
+OWN_KEY = "own_wallet_key"
 
 
 def walk_strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
@@ -61,24 +63,40 @@ _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,39}\Z")
 _MAX_KEY_SHOWN = 40
 
 
-def first_secret(value: Any, path: str) -> tuple[str, str] | None:
-    """Where the first secret-looking string in a JSON value is, and its kind; None if none is.
+def first_secret(
+    value: Any,
+    path: str,
+    kinds: Collection[str] = SECRET_KINDS,
+    known: Collection[str] = (),
+) -> tuple[str, str] | None:
+    """Where the first string of one of the secret `kinds`, or holding one of the `known` EVM
+    keys (hex, lower case, no 0x: kind `OWN_KEY`), is in a JSON value, and its kind; None if
+    there is none.
 
     Keys are searched too (a secret in a key leaves all the same). `where` names a field path
     below `path` (`inputs.items[2].token`) and never quotes the secret: a secret in a key is
     reported as `a key in <path of its object>`. Other keys are shown cut to 40 characters,
     quoted when they are not plain names."""
+
+    def kind_of(text: str) -> str | None:
+        kind = secret_kind(text, kinds)
+        if kind is None and known:
+            lowered = text.lower()
+            if any(key in lowered for key in known):
+                kind = OWN_KEY
+        return kind
+
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:  # depth first, in document order, without recursion
         item, where = stack.pop()
         if isinstance(item, str):
-            kind = secret_kind(item)
+            kind = kind_of(item)
             if kind is not None:
                 return where, kind
         elif isinstance(item, dict):
             children = []
             for key, child in item.items():
-                kind = secret_kind(key)
+                kind = kind_of(key)
                 if kind is not None:
                     return f"a key in {where}", kind
                 children.append((child, f"{where}{_show_key(key)}"))
@@ -88,10 +106,16 @@ def first_secret(value: Any, path: str) -> tuple[str, str] | None:
     return None
 
 
-def secret_kind(text: str) -> str | None:
-    """The first secret kind `text` holds, or None (e-mail addresses are not secrets)."""
+def describe(kind: str) -> str:
+    """What a string of `kind` looks like, for a message ("looks like a bearer token")."""
+    return "holds this console's own wallet key" if kind == OWN_KEY else PATTERNS[kind][1]
+
+
+def secret_kind(text: str, kinds: Collection[str] = SECRET_KINDS) -> str | None:
+    """The first of the secret `kinds` `text` holds, or None (e-mail addresses are not
+    secrets)."""
     for kind in _SECRET_ORDER:
-        if PATTERNS[kind][0].search(text):
+        if kind in kinds and PATTERNS[kind][0].search(text):
             return kind
     return None
 

@@ -127,7 +127,10 @@ class AccountClient:
     ):
         self._api_key = SecretStr(_secret(api_key) or "")
         self._client = httpx.AsyncClient(
-            base_url=base_url, timeout=http.timeout(timeout_s), transport=transport
+            verify=http.tls(),
+            base_url=base_url,
+            timeout=http.timeout(timeout_s),
+            transport=transport,
         )
 
     def __repr__(self) -> str:

@@ -246,7 +246,9 @@ class McpClient:
         self.url = url
         secret = credential.get_secret_value() if isinstance(credential, SecretStr) else credential
         self._credential = SecretStr(secret or "")
-        self._client = httpx.AsyncClient(timeout=http.timeout(timeout_s), transport=transport)
+        self._client = httpx.AsyncClient(
+            verify=http.tls(), timeout=http.timeout(timeout_s), transport=transport
+        )
         self._ids = itertools.count(1)
         self._session_id: str | None = None
         self.protocol_version: str | None = None

@@ -30,6 +30,7 @@ class MarketClient:
         self, base_url: str, api_key: str, *, transport: httpx.AsyncBaseTransport | None = None
     ):
         self._client = httpx.AsyncClient(
+            verify=http.tls(),
             base_url=base_url,
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=http.timeout(15.0),

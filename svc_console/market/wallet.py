@@ -31,6 +31,7 @@ class WalletClient:
     ):
         self._prefix = f"/api/wallets/{quote(username, safe='')}/actions"
         self._client = httpx.AsyncClient(
+            verify=http.tls(),
             base_url=api_base,
             headers={"Authorization": f"Bearer {api_token}"},
             timeout=http.timeout(timeout_s),

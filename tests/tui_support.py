@@ -60,17 +60,17 @@ def queue(app: ConsoleApp) -> RequestQueue:
     return app.screen.query_one(RequestQueue)
 
 
+def showing_queue(app: Any) -> bool:
+    """The approvals screen is current and composed (the app switches to it while it starts)."""
+    return isinstance(app.screen, ApprovalsScreen) and bool(app.screen.query(RequestQueue))
+
+
 async def started(pilot: Pilot[Any]) -> None:
-    await until(pilot, lambda: isinstance(pilot.app.screen, ApprovalsScreen))
+    await until(pilot, lambda: showing_queue(pilot.app))
 
 
 async def rows(pilot: Pilot[Any], count: int) -> None:
-    await until(
-        pilot,
-        lambda: (
-            isinstance(pilot.app.screen, ApprovalsScreen) and queue(pilot.app).row_count == count
-        ),
-    )
+    await until(pilot, lambda: showing_queue(pilot.app) and queue(pilot.app).row_count == count)
 
 
 async def type_text(pilot: Pilot[Any], text: str) -> None:

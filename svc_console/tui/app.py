@@ -10,6 +10,8 @@ return code.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -73,6 +75,7 @@ class ConsoleApp(App[None]):
         self.after_start = after_start
         self.cursor_blink = cursor_blink
         self._started = False
+        self._starting: asyncio.Task[None] | None = None
         home = runtime.paths.home
         self._screen_problems = navigation.discover()
         self._bind_screen_keys()
@@ -131,9 +134,17 @@ class ConsoleApp(App[None]):
         # Shown only while the runtime starts (the sandbox and the ledger take a moment).
         yield Static("Starting svc-console…", id="starting")
 
-    async def on_mount(self) -> None:
+    def on_mount(self) -> None:
         if self.keymap:
             self.set_keymap(self.keymap)
+        # The placeholder is painted first: the operator sees the console at once, while the
+        # runtime (the ledger, the sandbox, the broker) takes its moment.
+        self.call_after_refresh(self._begin_start)
+
+    def _begin_start(self) -> None:
+        self._starting = asyncio.create_task(self._start())
+
+    async def _start(self) -> None:
         try:
             await self.runtime.start()
         except Exception as exc:
@@ -210,6 +221,10 @@ class ConsoleApp(App[None]):
         )
 
     async def on_unmount(self) -> None:
+        if self._starting is not None and not self._starting.done():
+            # Quit while starting: let the start finish (or undo itself), then stop.
+            with contextlib.suppress(Exception):
+                await self._starting
         if self._started:
             self._started = False
             await self.runtime.stop()

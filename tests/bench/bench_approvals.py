@@ -81,7 +81,10 @@ async def _measure(home: Path, pending: int) -> dict[str, list[float]]:
     app._display = counting_display  # type: ignore[method-assign]
     samples: dict[str, list[float]] = {}
     async with app.run_test(size=TERMINAL) as pilot:
-        await _until(lambda: isinstance(app.screen, ApprovalsScreen))
+        # The app switches to the screen while it starts: wait until its queue is composed.
+        await _until(
+            lambda: isinstance(app.screen, ApprovalsScreen) and app.screen.query("#pending")
+        )
         screen = app.screen
         assert isinstance(screen, ApprovalsScreen)
         await _until(lambda: screen.queue.row_count == min(pending, 50))

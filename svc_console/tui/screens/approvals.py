@@ -84,6 +84,8 @@ class ApprovalsScreen(Screen[None]):
     """Pending requests and their detail; `a` approves, `d` denies; `h` shows the history."""
 
     BINDINGS = bindings("approvals")
+    # The queue, not the filter's input (the first focusable widget): keys act on requests.
+    AUTO_FOCUS = f"#{PENDING.name}"
     SUB_TITLE = "approvals"
     # Side by side when there is room for both; stacked on an 80-column terminal.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]

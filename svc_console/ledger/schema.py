@@ -206,7 +206,44 @@ def _v4(db: sqlite_utils.Database) -> None:
     create_tables(db.conn)
 
 
-MIGRATIONS = [_v1, _v2, _v3, _v4]
+def _v5(db: sqlite_utils.Database) -> None:
+    """The pending list sorted in SQL by an index for each of its orders (ledger/request_windows.py
+    `ORDERS`), so a sort reads the page on screen, not the queue.
+
+    `estimate_usdc` is the estimate's `amount_usdc` (the figure the list shows and sorts by, not
+    its upper bound) in atomic units, NULL without an estimate; the ledger writes it with the
+    estimate (`Ledger._write_state`) and this step fills it for the rows already there (a decimal
+    of at most 6 places and 1,000,000 USDC survives REAL exactly enough to round to its units).
+    Each index is partial, holding pending requests only, so a long history neither grows nor
+    slows them. It leads with `state`, constant in it, so that `state = ?` is an equality on it:
+    without statistics (a ledger is never ANALYZEd) SQLite would otherwise rather look the
+    pending requests up by (state, expires_at) and sort them. It ends with the tie-breakers
+    (created_at, id), so a page's ids are read from the index alone (checked with EXPLAIN QUERY
+    PLAN in tests/test_approvals_sort.py).
+
+    Safe to meet twice, like _v2 to _v4: the column is added only when missing, indexes with IF
+    NOT EXISTS, and filling again writes the same values."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(requests)").fetchall()}
+    if "estimate_usdc" not in columns:
+        db.execute("ALTER TABLE requests ADD COLUMN estimate_usdc INTEGER")
+    db.execute(
+        "UPDATE requests SET estimate_usdc = CAST(round("
+        "CAST(json_extract(estimate, '$.amount_usdc') AS REAL) * 1000000) AS INTEGER)"
+        " WHERE estimate IS NULL"
+    )
+    for name, columns_sql in (
+        ("requests_pending_created", "created_at, id"),
+        ("requests_pending_amount", "estimate_usdc, created_at, id"),
+        ("requests_pending_expires", "expires_at, created_at, id"),
+        ("requests_pending_agent", "agent COLLATE NOCASE, created_at, id"),
+    ):
+        db.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON requests(state, {columns_sql})"
+            " WHERE state = 'pending'"
+        )
+
+
+MIGRATIONS = [_v1, _v2, _v3, _v4, _v5]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

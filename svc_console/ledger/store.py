@@ -22,7 +22,7 @@ from typing import Any
 import sqlite_utils
 
 from svc_console.core.buckets import Change
-from svc_console.core.models import Decision, Outcome, SpendRequest
+from svc_console.core.models import Decision, Estimate, Outcome, SpendRequest
 from svc_console.core.money import from_atomic, to_atomic
 from svc_console.core.states import FINAL, State, check_transition
 from svc_console.ledger import budgets, rows
@@ -138,6 +138,7 @@ class Ledger:
         row = request.model_dump(mode="json", exclude={"decision", "outcome", "max_usdc"})
         row["max_usdc"] = to_atomic(request.max_usdc) if request.max_usdc is not None else None
         row["provider"] = request.endpoint.provider if request.endpoint else None
+        row["estimate_usdc"] = _estimate_units(request.estimate)
         for column in _JSON_COLUMNS:
             if row.get(column) is not None:
                 row[column] = _dumps(row[column])
@@ -176,6 +177,8 @@ class Ledger:
             updates[key] = value
         if fields.get("endpoint") is not None:
             updates["provider"] = fields["endpoint"].provider
+        if "estimate" in fields:
+            updates["estimate_usdc"] = _estimate_units(fields["estimate"])
         rows.update(self.db, "requests", request_id, updates)
         self._event(request_id, str(target), {"reason": fields.get("reason")}, at)
         if target in _RELEASES:
@@ -403,6 +406,7 @@ class Ledger:
             if row.get(column) is not None:
                 row[column] = json.loads(row[column])
         row.pop("provider", None)
+        row.pop("estimate_usdc", None)  # the estimate's own copy, for sorting
         if row["max_usdc"] is not None:
             row["max_usdc"] = from_atomic(row["max_usdc"])
         latest = self.latest_decision(row["id"])
@@ -414,6 +418,14 @@ class Ledger:
         ).fetchone()
         row["outcome"] = json.loads(outcome[0]) if outcome else None
         return SpendRequest.model_validate(row)
+
+
+def _estimate_units(estimate: Estimate | dict | None) -> int | None:
+    """The estimate's amount in atomic units, kept beside its JSON so the pending list sorts by
+    an index (schema `_v5`); NULL without an estimate."""
+    if estimate is None:
+        return None
+    return to_atomic(Estimate.model_validate(estimate).amount_usdc)
 
 
 def _jsonable(value: Any) -> Any:

@@ -14,17 +14,19 @@ from typing import Any, Literal
 
 from svc_console.core.states import State
 
-# The keys a window can be sorted by, as SQL over the requests table. NULLs (a request with no
-# estimate or no expiry) sort last whatever the direction.
+# The keys a window can be sorted by, as SQL over the requests table. Each order of the pending
+# list has a partial index of schema `_v5` (state, key, created_at, id) that gives its pages in
+# order without sorting; the expressions here must stay those of the indexes. `estimate_usdc` is
+# the estimate's amount_usdc in atomic units.
 ORDERS: dict[str, str] = {
     "created": "created_at",
     "updated": "updated_at",
-    "amount": "CAST(json_extract(estimate, '$.amount_usdc') AS REAL)",
+    "amount": "estimate_usdc",
     "expires": "expires_at",
     "agent": "agent COLLATE NOCASE",
 }
-# Requests rejected before pricing have no estimate. (Expiry is sorted on for pending requests,
-# which always have one: left bare, the (state, expires_at) index serves the order.)
+# Requests rejected before pricing have no estimate: they sort last whatever the direction.
+# (Expiry is sorted on for pending requests, which always have one, and is left bare.)
 _NULLABLE_ORDERS = frozenset({"amount"})
 VERDICTS = ("ask", "deny", "auto_approve")
 RiskLevel = Literal["high", "warn", "none"]
@@ -84,7 +86,10 @@ class RequestQuery:
     def where(self) -> tuple[str, list[Any]]:
         """The WHERE clause (without the keyword) and its parameters."""
         names = [str(state) for state in self.states]
-        clauses = [f"state IN ({','.join('?' * len(names))})"]
+        # One state as `state = ?`: SQLite matches it (bound value and all) to the partial
+        # indexes of the pending list's orders, which it does not do for `state IN (?)`.
+        state = "state = ?" if len(names) == 1 else f"state IN ({','.join('?' * len(names))})"
+        clauses = [state]
         args: list[Any] = list(names)
         for word in self.text.split():
             pattern = _like_pattern(word)
@@ -104,13 +109,15 @@ class RequestQuery:
 
     def order_by(self) -> str:
         """A total order: the key (NULLs last where it can be NULL), then creation time and id to
-        break ties. A key that is never NULL is left bare so SQLite can walk an index for it."""
+        break ties, all in one direction, so one index walked forwards or backwards serves it.
+        `NULLS LAST` on the first key still lets SQLite walk the index (the NULLs in a second
+        pass); a key that is never NULL is left bare."""
         key = ORDERS[self.order]
         direction = "DESC" if self.descending else "ASC"
-        nulls_last = f"({key}) IS NULL, " if self.order in _NULLABLE_ORDERS else ""
+        nulls_last = " NULLS LAST" if self.order in _NULLABLE_ORDERS else ""
         if self.order == "created":
             return f"created_at {direction}, id {direction}"
-        return f"{nulls_last}{key} {direction}, created_at {direction}, id {direction}"
+        return f"{key} {direction}{nulls_last}, created_at {direction}, id {direction}"
 
 
 def _severities(risk: RiskLevel) -> list[str]:

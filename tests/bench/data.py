@@ -154,6 +154,7 @@ class _Endpoint:
         self.ceiling = estimate.ceiling
         self.endpoint_json = _dumps(record.model_dump(mode="json"))
         self.estimate_json = _dumps(estimate.model_dump(mode="json"))
+        self.estimate_units = _atomic(price)  # the ledger's estimate_usdc beside the JSON
 
 
 def _request_id(n: int) -> str:
@@ -202,6 +203,7 @@ def _historic(rows: int) -> Iterator[tuple[dict, dict | None, dict | None, list[
             "expires_at": at + 900 if state == "expired" else None,
             "endpoint": endpoint.endpoint_json if state != "rejected" else None,
             "estimate": endpoint.estimate_json if state != "rejected" else None,
+            "estimate_usdc": endpoint.estimate_units if state != "rejected" else None,
             "risk": "[]",
             "verdict": VERDICT_ASK if state != "rejected" else None,
             "skill": None,
@@ -385,6 +387,7 @@ def _pending(count: int) -> Iterator[tuple[dict, None, None, list[tuple]]]:
             "expires_at": expires,
             "endpoint": endpoint.endpoint_json,
             "estimate": endpoint.estimate_json,
+            "estimate_usdc": endpoint.estimate_units,
             "risk": "[]",
             "verdict": VERDICT_ASK,
             "skill": None,

@@ -31,6 +31,7 @@ from svc_console.tui.modals import DenyReasonModal
 from svc_console.tui.preferences import check_keymap, load_preferences
 from svc_console.tui.saved_theme import save_theme
 from svc_console.tui.screens.approvals import ApprovalsScreen
+from svc_console.tui.unsaved import QuitWithUnsavedWork
 
 SEARCH = {
     "endpoint_id": "ep_websearch_basic",
@@ -454,6 +455,7 @@ def test_every_command_names_an_action_that_exists():
         bindings.SCREENS_SCOPE: ConsoleApp,
         "help": HelpScreen,
         "modal": DenyReasonModal,
+        "unsaved": QuitWithUnsavedWork,
     }
     owners.update({entry.name: entry.screen_type for entry in navigation.entries()})
     ids = [command.id for _, command in bindings.all_commands()]

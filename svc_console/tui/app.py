@@ -32,6 +32,7 @@ from svc_console.tui.help import HelpScreen
 from svc_console.tui.preferences import load_preferences, settings_path
 from svc_console.tui.saved_theme import save_theme
 from svc_console.tui.themes import BUNDLED_THEMES, load_themes, pick_theme
+from svc_console.tui.unsaved import quit_asking
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +248,11 @@ class ConsoleApp(App[None]):
         if not self._started or name not in self._modes:
             return
         await self.switch_mode(name)
+
+    async def action_quit(self) -> None:
+        """q, ctrl+q and the palette's Quit: a screen holding unsaved work (a policy draft) is
+        asked about first, and the operator chooses to save, give it up, or stay."""
+        quit_asking(self)
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):

@@ -36,7 +36,7 @@ KEY_NAMES = frozenset(
 # Which scopes are live together: a screen's keys, the app's and the navigation keys share one
 # chain; a dialog's keys are alone (a modal screen stops the app's bindings).
 _SHARED_SCOPES = ("app", bindings.SCREENS_SCOPE)
-_ALONE_SCOPES = ("modal", "help")
+_ALONE_SCOPES = ("modal", "help", "unsaved")
 
 
 @dataclass(frozen=True)

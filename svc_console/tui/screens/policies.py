@@ -11,14 +11,16 @@ policy are workers too, and every worker posts a message that the screen applies
 Saving a draft with errors is refused, with the errors shown: saving it would suspend auto-approval
 for every agent until someone fixes the file (the broker keeps the last valid version in force),
 which is never what an author pressing save means. A file changed on disk since the draft began
-is overwritten only after the author confirms.
+is overwritten only after the author confirms. Quitting the console with an edited draft that is
+not on disk asks first (`unsaved_work`, read by `tui/unsaved.py`): save it the same way, give it
+up, or stay; leaving for another screen keeps the draft as it is.
 """
 
 from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,7 @@ from svc_console.tui import bindings
 from svc_console.tui.bindings import Command
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.navigation import register_screen
+from svc_console.tui.unsaved import UnsavedWork
 from svc_console.tui.widgets.banner import PolicyBanner, SandboxBanner
 from svc_console.tui.widgets.policy_dialogs import ConfirmPolicyChange
 from svc_console.tui.widgets.policy_diff import PolicyDiff
@@ -80,6 +83,7 @@ log = logging.getLogger(__name__)
 CHECK_DELAY_S = 0.3
 TICK_S = 1.0
 SIMULATED_PERIOD = "30d"
+NOT_READ = "This broker does not read SKILLS.md files: nothing saved here would be in force."
 
 
 def _command(
@@ -186,6 +190,50 @@ def replay(draft: LoadedPolicy, ledger_path: Path, now: float) -> list[str]:
     finally:
         connection.close()
     return simulation_lines(report, SIMULATED_PERIOD)
+
+
+def errors_summary(result: DraftCheck) -> str:
+    """The words for a draft's errors, "the draft has 2 errors (first SKILLS.md:6:1: ...)",
+    the file's text made inert."""
+    count = len(result.errors)
+    first = inert_line(result.errors[0], 200) if result.errors else "?"
+    return f"the draft has {count} error{'s' if count != 1 else ''} (first {first})"
+
+
+def shown_path(path: Path, home: Path) -> str:
+    """A policy file's path as the operator would type it: under the console's home, from
+    `$SVC_CONSOLE_HOME` (as the README names it); elsewhere, whole."""
+    try:
+        return inert_line(f"$SVC_CONSOLE_HOME/{path.relative_to(home)}", 200)
+    except ValueError:
+        return inert_line(path, 200)
+
+
+def difference(draft: str, on_disk: SavedFile, began: str | None) -> list[str]:
+    """How a draft differs from its file on disk, and whether the file moved under it."""
+    lines = len(draft.splitlines())
+    if on_disk.problem is not None:
+        problem = inert_line(on_disk.problem, 120)
+        return [
+            f"{lines} line{'s' if lines != 1 else ''}; the file on disk {problem}, and saving"
+            " replaces it"
+        ]
+    if on_disk.text is None and began is None:
+        return [f"a new file of {lines} line{'s' if lines != 1 else ''}, not on disk yet"]
+    if on_disk.text is None:
+        return [
+            f"{lines} line{'s' if lines != 1 else ''}; the file was deleted on disk since the"
+            " draft began, and saving writes it again"
+        ]
+    added, removed = changed_lines(on_disk.text, draft)
+    total = added + removed
+    shown = [
+        f"{total} line{'s' if total != 1 else ''} differ{'s' if total == 1 else ''} from the"
+        f" file on disk ({added} added, {removed} removed)"
+    ]
+    if on_disk.text != began:
+        shown.append("the file changed on disk since the draft began; saving replaces it")
+    return shown
 
 
 @register_screen("policies", title="Policies", key="4", order=4)
@@ -326,11 +374,13 @@ class PoliciesScreen(Screen[None]):
         self._timer = self.set_timer(CHECK_DELAY_S, self._start_check)
         self._draw_draft()
 
-    def _texts(self, only_current: bool = False) -> list[tuple[SavedFile, str | None]]:
-        """The files with their drafts (or, `only_current`, with only the edited file's draft:
-        what the broker will load once it is saved)."""
+    def _texts(
+        self, drafts_of: Collection[int] | None = None
+    ) -> list[tuple[SavedFile, str | None]]:
+        """The files with their drafts (or with only the drafts of the files `drafts_of`, the
+        others as saved: what the broker will load once those are saved)."""
         return [
-            (saved, self.drafts[saved.path] if not only_current or i == self.current else None)
+            (saved, self.drafts[saved.path] if drafts_of is None or i in drafts_of else None)
             for i, saved in enumerate(self.saved)
         ]
 
@@ -561,7 +611,7 @@ class PoliciesScreen(Screen[None]):
     def action_save(self) -> None:
         if self.live is None:
             self.notify(
-                "This broker does not read SKILLS.md files: nothing saved here would be in force.",
+                NOT_READ,
                 title="Not saved",
                 severity="warning",
                 markup=False,
@@ -571,14 +621,11 @@ class PoliciesScreen(Screen[None]):
         draft = self.draft_of(index)
         self._show_check(check(self._texts()))
         # What the broker will load: this draft, the other files as saved.
-        result = check(self._texts(only_current=True))
+        result = check(self._texts(drafts_of=[index]))
         if not result.valid:
-            count = len(result.errors)
-            first = inert_line(result.errors[0], 200)
             self.notify(
-                f"{saved.name} was not saved: the draft has {count} error{'s' if count > 1 else ''}"
-                f" (first {first}). The policy in force is unchanged; fix the errors (f8 goes to"
-                " the next) and save again.",
+                f"{saved.name} was not saved: {errors_summary(result)}. The policy in force is"
+                " unchanged; fix the errors (f8 goes to the next) and save again.",
                 title="Policy not saved",
                 severity="error",
                 markup=False,
@@ -606,18 +653,15 @@ class PoliciesScreen(Screen[None]):
             return
         self._write(index, draft)
 
-    def _write(self, index: int, text: str) -> None:
+    def _write(self, index: int, text: str) -> str | None:
+        """Save `text` as file `index`; returns why it could not be saved, or None."""
         saved = self.saved[index]
         try:
             save(saved.path, text)
         except (OSError, SettingsError) as exc:
-            self.notify(
-                f"{saved.name} could not be saved: {inert_line(exc, 200)}",
-                title="Policy not saved",
-                severity="error",
-                markup=False,
-            )
-            return
+            problem = f"{saved.name} could not be saved: {inert_line(exc, 200)}"
+            self.notify(problem, title="Policy not saved", severity="error", markup=False)
+            return problem
         fresh = read_saved(saved.path, saved.name)
         self.saved[index] = fresh
         self._start_from(fresh)
@@ -632,6 +676,7 @@ class PoliciesScreen(Screen[None]):
             title="Policy saved",
             markup=False,
         )
+        return None
 
     def action_revert(self) -> None:
         index, saved = self.current, self.file
@@ -650,6 +695,67 @@ class PoliciesScreen(Screen[None]):
         self.app.push_screen(
             ConfirmPolicyChange("Revert the draft?", explain, "Revert", "Keep editing"), decided
         )
+
+    # -- quitting ---------------------------------------------------------------------------------
+
+    def unsaved_drafts(self) -> list[tuple[int, SavedFile]]:
+        """(index, file as on disk now) of each draft the author edited that differs from its
+        file on disk. A draft nobody typed in loses nothing, even when the file moved on."""
+        found = []
+        for index, saved in enumerate(self.saved):
+            draft, began = self.draft_of(index), self.base[saved.path]
+            if draft == (began if began is not None else TEMPLATE):
+                continue
+            on_disk = read_saved(saved.path, saved.name)
+            if draft != on_disk.text:
+                found.append((index, on_disk))
+        return found
+
+    def unsaved_work(self) -> UnsavedWork | None:
+        """What quitting now would lose, for the question the console asks first
+        (`tui/unsaved.py`); None when every draft is saved or untouched."""
+        unsaved = self.unsaved_drafts()
+        if not unsaved:
+            return None
+        home = self.runtime.paths.home
+        lines: list[str] = []
+        for index, on_disk in unsaved:
+            lines.append(shown_path(on_disk.path, home))
+            began = self.base[on_disk.path]
+            lines += [f"  {line}" for line in difference(self.draft_of(index), on_disk, began)]
+        count = len(unsaved)
+        drafts = "an unsaved policy draft" if count == 1 else f"{count} unsaved policy drafts"
+        title = f"Quit with {drafts}?"
+        indexes = [index for index, _ in unsaved]
+        problem = self._why_not_saved(indexes)
+        if problem is not None:
+            return UnsavedWork(title, tuple(lines), cannot_save=problem)
+        return UnsavedWork(title, tuple(lines), save=lambda: self._save_before_quit(indexes))
+
+    def _why_not_saved(self, indexes: Collection[int]) -> str | None:
+        """Why the drafts `indexes` cannot be saved (ctrl+s would refuse them too), or None."""
+        if self.live is None:
+            return NOT_READ
+        result = check(self._texts(drafts_of=indexes))
+        if result.valid:
+            return None
+        return (
+            f"It cannot be saved: {errors_summary(result)}; a draft with errors is never saved,"
+            " and the policy in force stays as it is."
+        )
+
+    def _save_before_quit(self, indexes: Collection[int]) -> str | None:
+        """Save the drafts `indexes` as ctrl+s does, judged again first (a file may have changed
+        since the question was asked); the question itself confirmed overwriting files that
+        changed on disk. Returns why one could not be saved, or None."""
+        problem = self._why_not_saved(indexes)
+        if problem is not None:
+            return problem
+        for index in indexes:
+            problem = self._write(index, self.draft_of(index))
+            if problem is not None:
+                return problem
+        return None
 
     # -- the broker's policy ----------------------------------------------------------------------
 

@@ -229,7 +229,7 @@ def _v5(db: sqlite_utils.Database) -> None:
     db.execute(
         "UPDATE requests SET estimate_usdc = CAST(round("
         "CAST(json_extract(estimate, '$.amount_usdc') AS REAL) * 1000000) AS INTEGER)"
-        " WHERE estimate IS NULL"
+        " WHERE estimate IS NOT NULL"
     )
     for name, columns_sql in (
         ("requests_pending_created", "created_at, id"),

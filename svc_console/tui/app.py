@@ -26,7 +26,10 @@ from textual.worker import Worker, WorkerState
 from svc_console.core.sanitize import inert, inert_line
 from svc_console.runtime import Runtime, unsettled_notice
 from svc_console.tui import bindings as registry
-from svc_console.tui import navigation
+from svc_console.tui import (
+    navigation,
+    textual_fixes,  # noqa: F401  (applied on import)
+)
 from svc_console.tui.commands import ConsoleCommands
 from svc_console.tui.help import HelpScreen
 from svc_console.tui.preferences import load_preferences, settings_path

@@ -44,7 +44,9 @@ from svc_console.tui.screens.approvals import ApprovalsScreen
 
 AGENTS = 200
 SECONDS = float(os.environ.get("LOAD_SECONDS", 5))
-LEAK_MB = 64  # a minute of this load grows the console by a few MB once warm
+# Once warm, the console grows by what the ledger's page cache fills (at most 32 MB) and a few MB
+# more: 150 MB after one minute of this load, 157 MB after three.
+LEAK_MB = 64
 PRESSES = 3  # pairs of key presses while loaded
 DRAIN_S = 300.0  # the most the last requests may take once the submitting stops
 POLICY = """# SKILLS.md: load

@@ -1,15 +1,17 @@
 """A connection the server closed while it sat idle in the pool: a request that spends nothing is
-sent again on a fresh one; a request that may spend is never sent twice."""
+sent again on a fresh one; a request that may spend is never sent twice. A connection that could
+not be made at all (nothing was sent) is tried once more, for any request."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator
 from decimal import Decimal
 
 import pytest
 
-from svc_console.market import errors
+from svc_console.market import errors, http
 from svc_console.market.rest import MarketClient
 from svc_console.market.wallet import WalletClient
 from svc_console.sandbox.catalog import WEBSEARCH_ID, catalog
@@ -110,3 +112,41 @@ async def test_a_dry_run_is_sent_again_but_a_payment_is_not(server: OneAnswerPer
     # whether it was charged is for reconciliation, not for a second try.
     assert len(server.requests) == 4
     assert server.requests[-1].startswith(b"POST")
+
+
+async def test_a_connection_refused_once_is_tried_again():
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nobody listens there yet: the first connection is refused
+    late = OneAnswerPerConnection()
+
+    async def listen_soon() -> None:
+        await asyncio.sleep(http.RECONNECT_PAUSE_S / 5)
+        late.server = await asyncio.start_server(late._serve, "127.0.0.1", port)
+
+    client = MarketClient(f"http://127.0.0.1:{port}", "sk_live_test")
+    starting = asyncio.ensure_future(listen_soon())
+    try:
+        record = await client.endpoint(WEBSEARCH_ID)
+    finally:
+        await starting
+        await client.aclose()
+        assert late.server is not None
+        late.server.close()
+        await late.server.wait_closed()
+    assert record.id == WEBSEARCH_ID
+    assert len(late.requests) == 1
+
+
+async def test_a_service_that_never_listens_is_unreachable():
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    client = MarketClient(f"http://127.0.0.1:{port}", "sk_live_test")
+    try:
+        with pytest.raises(errors.ServiceUnreachable, match=r"cannot reach 127\.0\.0\.1"):
+            await client.endpoint(WEBSEARCH_ID)
+    finally:
+        await client.aclose()

@@ -21,6 +21,9 @@ T = TypeVar("T")
 
 # Connection errors before a byte was sent: nothing can have been spent.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol)
+# Of those, the ones worth a second try (a busy server's accept queue, a dropped handshake).
+_NOT_CONNECTED = (httpx.ConnectError, httpx.ConnectTimeout)
+RECONNECT_PAUSE_S = 0.25
 
 
 # At most this many requests of one client are in httpx at a time; the others wait their turn here.
@@ -66,7 +69,8 @@ async def send(
     spends_nothing: bool | None = None,
     **kwargs: Any,
 ) -> httpx.Response:
-    """One request. A request that spends nothing (every GET; a dry run, said by its caller) is
+    """One request. Any request is tried once more when no connection could be made (nothing
+    was sent). A request that spends nothing (every GET; a dry run, said by its caller) is also
     sent once more, on a fresh connection, when its connection turns out to have been closed
     under it; anything else that fails on the way is `OutcomeUnknown`, never sent twice."""
     if spends_nothing is None:
@@ -76,6 +80,9 @@ async def send(
             try:
                 return await client.request(method, url, **kwargs)
             except _NOT_SENT as exc:
+                if attempt == 1 and isinstance(exc, _NOT_CONNECTED):
+                    await asyncio.sleep(RECONNECT_PAUSE_S)
+                    continue
                 raise errors.ServiceUnreachable(
                     f"cannot reach {client.base_url.host}: {exc}"
                 ) from None

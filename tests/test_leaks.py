@@ -103,9 +103,19 @@ def test_no_secret_or_code_leaks_after_a_full_session(sandbox, paths, monkeypatc
         f"{what} in {where}"
         for what, secret in secrets.items()
         for where, data in places.items()
-        if secret and secret.encode() in data
+        if secret and _holds(data, secret)
     ]
     assert leaks == []
+
+
+def _holds(data: bytes, secret: str) -> bool:
+    """Whether `data` holds `secret`. A six-digit code counts only as a number of its own: inside
+    a hash or a timestamp's digits (the ledger holds thousands) it is a coincidence, not a
+    leak, and matched there the test failed a few runs in a hundred."""
+    if not re.fullmatch(r"\d{6}", secret):
+        return secret.encode() in data
+    own_number = rb"(?<![0-9A-Za-z.])" + secret.encode() + rb"(?![0-9A-Za-z])"
+    return re.search(own_number, data) is not None
 
 
 async def _session(runtime: Runtime, sandbox) -> None:

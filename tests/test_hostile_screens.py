@@ -554,7 +554,7 @@ async def test_hostile_outcomes_are_announced_inert_when_approved_on_screen(
                 assert request is not None and request.id not in batch
                 await scr.action_approve()
                 batch.append(request.id)
-            await soon(lambda: all(broker.get(i).state in ENDED for i in batch), 30)  # noqa: B023
+            await soon(lambda: all(broker.get(i).state in ENDED for i in batch), 120)  # noqa: B023
             assert_ended_as_asked(broker, asked, batch)
             approved += batch
             await soon(lambda: all(outcome_notice(notices, i) for i in batch))  # noqa: B023

@@ -15,14 +15,12 @@ import asyncio
 import itertools
 import json
 import re
-import threading
 import time
 from collections.abc import Iterator
 from types import MappingProxyType
 from typing import Any
 
 import pytest
-import uvicorn
 from helpers import FakeClock, eventually
 from rich.text import Text
 from test_hostile_text import MARKER, SENDABLE, ListingSandbox, acts, unsafe
@@ -39,7 +37,6 @@ from svc_console.core.usage import UsageCharge, UsageFilter, iso_instant
 from svc_console.ledger import Ledger
 from svc_console.ledger import usage as ledger_usage
 from svc_console.runtime import Runtime
-from svc_console.sandbox import server as sandbox_server
 from svc_console.sandbox.app import create_app
 from svc_console.sandbox.catalog import WEBSEARCH_ID, Catalog, catalog
 from svc_console.settings import Paths, ensure_private_dir
@@ -274,16 +271,8 @@ class HostileMarket(ListingSandbox):
         super().__init__(hostile_catalogue())
         self.answers = HostileAnswers(create_app(self.state, self.listing))
 
-    def start(self) -> None:
-        # ListingSandbox.start, serving the sandbox's app behind `HostileAnswers`.
-        sock = sandbox_server._bind("127.0.0.1", 0)
-        config = uvicorn.Config(self.answers, log_config=None, access_log=False, lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, args=([sock],), daemon=True)
-        self._thread.start()
-        while not self._server.started:
-            time.sleep(0.01)
-        self.state.base_url = sandbox_server._base_url(sock)
+    def app(self) -> Any:
+        return self.answers
 
 
 @pytest.fixture(scope="module")

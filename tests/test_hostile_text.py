@@ -236,11 +236,13 @@ class ListingSandbox:
         assert self.state.base_url is not None
         return self.state.base_url
 
+    def app(self) -> Any:
+        """What is served: the sandbox's app over this listing."""
+        return create_app(self.state, self.listing)
+
     def start(self) -> None:
         sock = sandbox_server._bind("127.0.0.1", 0)
-        config = uvicorn.Config(
-            create_app(self.state, self.listing), log_config=None, access_log=False, lifespan="off"
-        )
+        config = uvicorn.Config(self.app(), log_config=None, access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, args=([sock],), daemon=True)
         self._thread.start()

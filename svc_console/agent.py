@@ -47,7 +47,7 @@ class NotConnected(AgentError):
 
 
 def default_socket_path() -> Path:
-    from svc_console.settings import resolve_paths
+    from svc_console.config.paths import resolve_paths
 
     return resolve_paths().socket
 

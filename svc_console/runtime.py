@@ -17,12 +17,14 @@ from typing import Any
 
 from svc_console.broker import Broker, BrokerConfig
 from svc_console.broker.socket_server import ApprovalSocket, load_operator_token
+from svc_console.config.credentials import Credentials
+from svc_console.config.paths import Paths
+from svc_console.config.service import ServiceConfig
 from svc_console.core.money import format_usdc
+from svc_console.core.private_files import ensure_private_dir
 from svc_console.core.sanitize import inert_line
-from svc_console.credentials import Credentials
 from svc_console.ledger import Ledger
 from svc_console.market.gateway import Marketplace
-from svc_console.settings import Paths, ServiceConfig, ensure_private_dir
 
 log = logging.getLogger(__name__)
 

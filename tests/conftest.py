@@ -14,8 +14,8 @@ import pytest
 from helpers import FakeClock
 
 from svc_console.broker import BrokerConfig
+from svc_console.config.paths import Paths
 from svc_console.runtime import Runtime
-from svc_console.settings import Paths
 
 
 @pytest.fixture(autouse=True)

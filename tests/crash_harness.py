@@ -216,14 +216,14 @@ def _import_the_console() -> None:
         "watchfiles",
         "svc_console.broker.policy_link",
         "svc_console.cli",
-        "svc_console.credentials",
+        "svc_console.config.credentials",
         "svc_console.ledger.audit",
         "svc_console.ledger.catalogue_cache",
-        "svc_console.logs",
+        "svc_console.config.logs",
         "svc_console.runtime",
     ):
         importlib.import_module(module)
-    importlib.import_module("svc_console.cli")._parser()  # imports each command's module
+    importlib.import_module("svc_console.cli.entry").parser()  # imports each command's module
     importlib.import_module("sqlite_utils").Database(memory=True)  # loads its plugins
     keyring.get_keyring()  # the backend is looked up once, here
     made: dict[Any, Any] = {}

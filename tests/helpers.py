@@ -39,9 +39,9 @@ def seed_in_flight(
     from decimal import Decimal
 
     from svc_console.core.models import Decision, SpendRequest
+    from svc_console.core.private_files import ensure_private_dir
     from svc_console.core.states import State
     from svc_console.ledger import Ledger
-    from svc_console.settings import ensure_private_dir
 
     ensure_private_dir(paths.home)
     ledger = Ledger(paths.ledger(sandbox=True))

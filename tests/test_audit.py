@@ -13,11 +13,11 @@ import pytest
 
 from svc_console.agent import AsyncAgent
 from svc_console.cli import main
+from svc_console.config.paths import Paths
 from svc_console.core.models import SpendRequest
 from svc_console.core.states import State
 from svc_console.ledger import Ledger
 from svc_console.ledger.audit import AuditError, verify
-from svc_console.settings import Paths
 
 REQUESTS = 6  # three events each: received, inspecting, rejected
 EVENTS = REQUESTS * 3

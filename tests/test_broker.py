@@ -268,7 +268,7 @@ async def test_dynamic_price_is_approved_up_to_the_agents_max(runtime, sandbox):
 async def test_no_credential_reaches_the_ledger_or_the_log(make_runtime, sandbox, paths):
     import logging
 
-    from svc_console import logs
+    from svc_console.config import logs
 
     log_file = logs.configure(paths.logs)
     runtime = make_runtime()

@@ -21,8 +21,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from svc_console.catalogue_details import MAX_SKILL_CHARS, skill, try_dataset
-from svc_console.catalogue_sync import SyncProgress, SyncReport, sync_catalogue
 from svc_console.core.catalogue_filters import (
     DatasetFilter,
     MarketFilter,
@@ -35,6 +33,8 @@ from svc_console.market import errors
 from svc_console.market.mcp import McpClient
 from svc_console.market.rest import MarketClient
 from svc_console.sandbox.server import SandboxServer
+from svc_console.services.catalogue_details import MAX_SKILL_CHARS, skill, try_dataset
+from svc_console.services.catalogue_sync import SyncProgress, SyncReport, sync_catalogue
 
 SYNCED_AT = 1_795_000_000.0
 
@@ -424,8 +424,8 @@ async def test_skill_md_and_trial_come_from_the_service(
 
 def test_the_cache_and_the_sync_do_not_import_textual():
     code = (
-        "import sys, svc_console.ledger.catalogue_cache, svc_console.catalogue_sync,"
-        " svc_console.catalogue_details, svc_console.core.catalogue_filters;"
+        "import sys, svc_console.ledger.catalogue_cache, svc_console.services.catalogue_sync,"
+        " svc_console.services.catalogue_details, svc_console.core.catalogue_filters;"
         " print('textual' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -8,8 +8,9 @@ import stat
 import pytest
 from keyring.backend import KeyringBackend
 
-from svc_console.credentials import Account, Credentials, CredentialsError, WalletConnection
-from svc_console.settings import SettingsError, service_config
+from svc_console.config.credentials import Account, Credentials, CredentialsError, WalletConnection
+from svc_console.config.errors import SettingsError
+from svc_console.config.service import service_config
 
 API_KEY = "sk_live_" + "k" * 32
 API_TOKEN = "tok_" + "t" * 40

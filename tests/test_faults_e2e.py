@@ -32,11 +32,11 @@ from tui_support import started
 from svc_console.agent import AsyncAgent
 from svc_console.broker import BrokerConfig
 from svc_console.broker.params import ApproveParams, DenyParams
+from svc_console.config.paths import Paths
 from svc_console.core.money import from_atomic
 from svc_console.core.states import FINAL, State
 from svc_console.market.wallet import WalletClient
 from svc_console.runtime import Runtime
-from svc_console.settings import Paths
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.screens.approvals import ApprovalsScreen
 

@@ -30,7 +30,9 @@ from textual.widgets._markdown import MarkdownBlock
 from tui_support import started, until
 
 from svc_console.broker.params import ApproveParams, SubmitParams
+from svc_console.config.paths import Paths
 from svc_console.core.models import Kind
+from svc_console.core.private_files import ensure_private_dir
 from svc_console.core.sanitize import inert_line
 from svc_console.core.states import State
 from svc_console.core.usage import UsageCharge, UsageFilter, iso_instant
@@ -39,7 +41,6 @@ from svc_console.ledger import usage as ledger_usage
 from svc_console.runtime import Runtime
 from svc_console.sandbox.app import create_app
 from svc_console.sandbox.catalog import WEBSEARCH_ID, Catalog, catalog
-from svc_console.settings import Paths, ensure_private_dir
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.colors import palette
 from svc_console.tui.request_lists import HISTORY_LIST

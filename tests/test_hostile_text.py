@@ -30,6 +30,7 @@ from tui_support import build_console, queue, screen_text, started, until
 
 from svc_console.agent import AgentError, AsyncAgent
 from svc_console.broker import BrokerConfig
+from svc_console.config.paths import Paths
 from svc_console.core.models import EndpointRecord, Estimate, Severity
 from svc_console.core.risk import assess
 from svc_console.core.sanitize import DEFAULT_LIMIT, inert, inert_line
@@ -39,7 +40,6 @@ from svc_console.sandbox import server as sandbox_server
 from svc_console.sandbox.app import create_app
 from svc_console.sandbox.catalog import WEBSEARCH_ID, Catalog, catalog
 from svc_console.sandbox.state import SandboxState
-from svc_console.settings import Paths
 from svc_console.tui.colors import palette
 from svc_console.tui.request_lists import PENDING
 from svc_console.tui.widgets.detail import RequestDetail, render

@@ -15,11 +15,11 @@ from test_broker import submit
 
 from svc_console import cli, logs
 from svc_console.broker.params import ApproveParams
+from svc_console.config.credentials import Credentials
+from svc_console.config.service import service_config
 from svc_console.core.states import State
-from svc_console.credentials import Credentials
 from svc_console.runtime import Runtime
 from svc_console.sandbox.outbox import Outbox
-from svc_console.settings import service_config
 from svc_console.tui.app import ConsoleApp
 
 EMAIL = "finance-ops@example.com"

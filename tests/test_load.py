@@ -36,9 +36,9 @@ from tui_support import started
 
 from svc_console.broker import BrokerConfig
 from svc_console.broker.params import ApproveParams, DenyParams
+from svc_console.config.paths import Paths
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
-from svc_console.settings import Paths
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.screens.approvals import ApprovalsScreen
 

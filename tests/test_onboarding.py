@@ -8,7 +8,7 @@ import stat
 from eth_account import Account as EthAccount
 
 from svc_console import cli
-from svc_console.credentials import Credentials
+from svc_console.config.credentials import Credentials
 from svc_console.sandbox.outbox import Outbox
 
 EMAIL = "ops@example.com"

@@ -216,7 +216,7 @@ async def test_the_operator_cannot_approve_past_a_budget_spent_meanwhile(start):
         await runtime.broker.approve(ApproveParams(request_id=second["request_id"]))
     assert runtime.broker.get(second["request_id"]).state == State.pending
     # Over the socket, the operator hears why, with a reason word.
-    from svc_console.settings import read_private
+    from svc_console.core.private_files import read_private
 
     token = read_private(runtime.paths.operator_token).strip()
     async with AsyncAgent("operator", runtime.paths.socket, token=token) as operator:
@@ -258,7 +258,7 @@ async def test_budget_totals_and_the_policy_version_survive_a_restart(start, san
 
 
 def test_the_sample_policy_path_is_documented(paths: object) -> None:
-    from svc_console.settings import policy_files
+    from svc_console.config.policy_files import policy_files
 
     files, optional = policy_files(paths, env={})  # type: ignore[arg-type]
     assert optional and files == [Path(paths.home) / "SKILLS.md"]  # type: ignore[attr-defined]

@@ -13,11 +13,11 @@ import jsonschema
 import pytest
 
 from svc_console.cli import main
+from svc_console.config.paths import resolve_paths
 from svc_console.core.models import Decision, Estimate, Outcome, Receipt, SpendRequest, Verdict
 from svc_console.core.states import State
 from svc_console.ledger import Ledger
 from svc_console.sandbox.catalog import catalog
-from svc_console.settings import resolve_paths
 
 CLI = [sys.executable, "-m", "svc_console"]
 EXAMPLES = Path(__file__).resolve().parent.parent / "policies"

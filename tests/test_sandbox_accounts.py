@@ -25,12 +25,12 @@ from eth_account import Account
 from helpers import FakeClock
 from signing import sign_x402
 
+from svc_console.config.paths import resolve_paths
 from svc_console.sandbox import skills
 from svc_console.sandbox.accounts import CODE_LIFETIME_S, TOKEN_LIFETIME_S
 from svc_console.sandbox.catalog import WEBSEARCH_ID
 from svc_console.sandbox.server import SandboxServer
 from svc_console.sandbox.state import SandboxState
-from svc_console.settings import resolve_paths
 
 _addresses = itertools.count(1)
 

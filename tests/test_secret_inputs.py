@@ -24,12 +24,12 @@ from pathlib import Path
 import pytest
 from helpers import eventually
 
-from svc_console import logs
 from svc_console.agent import AgentError, AsyncAgent
+from svc_console.config import logs
+from svc_console.config.paths import Paths
 from svc_console.core import secrets_scan
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
-from svc_console.settings import Paths
 
 ENDPOINT = "ep_websearch_basic"
 REFUSAL_TAIL = ": the console does not send secrets to providers"

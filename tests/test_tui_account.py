@@ -20,10 +20,11 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 from tui_support import PINNED_SANDBOX, build_console, screen_text, started, type_text, until
 
-from svc_console.credentials import Account, Credentials, WalletConnection
+from svc_console.config.credentials import Account, Credentials, WalletConnection
+from svc_console.config.paths import Paths
+from svc_console.config.service import ServiceConfig
 from svc_console.runtime import Runtime
 from svc_console.sandbox.outbox import Outbox
-from svc_console.settings import Paths, ServiceConfig
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.screens.account import AccountScreen
 from svc_console.tui.widgets.account_forms import OnboardingForm

@@ -30,12 +30,12 @@ from tui_support import (
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import DenyParams
+from svc_console.config.paths import Paths
 from svc_console.core.models import SpendRequest, Verdict
 from svc_console.core.states import State
 from svc_console.ledger import Ledger
 from svc_console.ledger.request_windows import RequestQuery
 from svc_console.runtime import Runtime
-from svc_console.settings import Paths
 from svc_console.tui import present
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.colors import Palette

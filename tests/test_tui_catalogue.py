@@ -25,6 +25,7 @@ from textual.widgets import Checkbox, Input, Select
 from textual.widgets._markdown import MarkdownBlock
 from tui_support import build_console, screen_text, started, type_text, until
 
+from svc_console.config.paths import Paths
 from svc_console.core.catalogue_filters import DatasetFilter, MarketFilter
 from svc_console.core.datasets import DatasetListing
 from svc_console.core.models import EndpointRecord
@@ -33,7 +34,6 @@ from svc_console.ledger import Ledger, catalogue_cache
 from svc_console.runtime import Runtime
 from svc_console.sandbox.catalog import Catalog, catalog
 from svc_console.sandbox.datasets import dataset_catalog
-from svc_console.settings import Paths
 from svc_console.tui import bindings
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.help import HelpScreen

@@ -17,12 +17,12 @@ from textual.pilot import Pilot
 from tui_support import build_console, notices, screen_text, seed_pending, started, type_text, until
 
 from svc_console.broker.params import SubmitParams
+from svc_console.config.paths import Paths
 from svc_console.core.states import State
 from svc_console.policy import ManualReview
 from svc_console.policy.drafts import TEMPLATE, check, read_saved
 from svc_console.policy.drift import Difference, Drift
 from svc_console.runtime import Runtime
-from svc_console.settings import Paths
 from svc_console.tui import bindings
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.colors import Palette

@@ -25,8 +25,8 @@ from textual.pilot import Pilot
 from textual.widgets import Button
 from tui_support import build_console, screen_text, type_text, until
 
+from svc_console.config.paths import Paths
 from svc_console.runtime import Runtime
-from svc_console.settings import Paths
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.screens.approvals import ApprovalsScreen
 from svc_console.tui.screens.policies import PoliciesScreen

@@ -23,19 +23,19 @@ from tui_support import build_console, notices, screen_text, until
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams
+from svc_console.config.paths import Paths
 from svc_console.core.money import from_atomic
 from svc_console.core.usage import DAY_S, UsageCharge, UsageFilter, iso_instant
 from svc_console.ledger import Ledger
 from svc_console.ledger import usage as ledger_usage
 from svc_console.ledger.usage_seed import DEFAULT_END, seed_usage
 from svc_console.runtime import Runtime
-from svc_console.settings import Paths
+from svc_console.services.usage_export import FIELDS
 from svc_console.tui import navigation
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.commands import ConsoleCommands
 from svc_console.tui.screens.usage import UsageScreen
 from svc_console.tui.widgets.usage_dialogs import UsageExportDialog, UsageFilterDialog
-from svc_console.usage_export import FIELDS
 
 SEEDED = 1000
 # Noon of the last seeded day: "the last 7 days" holds charges.

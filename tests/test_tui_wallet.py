@@ -23,11 +23,12 @@ from tui_support import PINNED_SANDBOX, build_console, screen_text, started, unt
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams, SubmitParams
+from svc_console.config.paths import Paths
+from svc_console.config.service import ServiceConfig
 from svc_console.core.models import FundingCheckout
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
 from svc_console.sandbox import accounts as sandbox_accounts
-from svc_console.settings import Paths, ServiceConfig
 from svc_console.tui import bindings
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.colors import Palette

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from svc_console.cli import main
+from svc_console.config.paths import Paths
 from svc_console.core.money import from_atomic
 from svc_console.core.usage import DAY_S, UsageCharge, UsageFilter, iso_instant
 from svc_console.ledger import Ledger
 from svc_console.ledger import usage as ledger_usage
 from svc_console.ledger.usage_seed import seed_usage
-from svc_console.settings import Paths
-from svc_console.usage_export import FIELDS, csv_cell, export, parse_since, parse_until
+from svc_console.services.usage_export import FIELDS, csv_cell, export, parse_since, parse_until
 
 CLI = [sys.executable, "-m", "svc_console"]
 SEEDED = 1000

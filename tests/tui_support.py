@@ -11,11 +11,12 @@ from typing import Any
 
 from textual.pilot import Pilot
 
+from svc_console.config.paths import Paths
 from svc_console.core.models import Estimate, RiskFlag, Severity, SpendRequest, Verdict
+from svc_console.core.private_files import ensure_private_dir
 from svc_console.core.states import State
 from svc_console.ledger import Ledger
 from svc_console.runtime import Runtime
-from svc_console.settings import Paths, ensure_private_dir
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.screens.approvals import ApprovalsScreen
 from svc_console.tui.widgets.queue import RequestQueue

@@ -43,7 +43,8 @@ from svc_console.broker.params import (
 )
 from svc_console.broker.secret_refusal import refuse_secrets
 from svc_console.broker.service import Broker
-from svc_console.settings import MAX_SOCKET_PATH, ensure_private_dir, write_private
+from svc_console.config.paths import MAX_SOCKET_PATH
+from svc_console.core.private_files import ensure_private_dir, write_private
 
 log = logging.getLogger(__name__)
 PROTOCOL_VERSION = 1

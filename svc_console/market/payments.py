@@ -43,7 +43,7 @@ from svc_console.core.networks import (
     evm_chain_id,
     same_address,
 )
-from svc_console.core.x402_compat import AccountSigner, exact_evm_scheme
+from svc_console.market.x402_compat import AccountSigner, exact_evm_scheme
 
 # The compute tools' prices (SPEC.md, Limits): a payment must cover exactly these.
 FIXED_PRICES_USDC: dict[Kind, Decimal] = {

@@ -4,7 +4,8 @@ file, and saved so the watcher puts it in force.
 The policies screen runs these in its workers; nothing here knows of Textual. A draft is judged
 together with the other policy files in force (blocks combine across files, so a key given in two
 files is an error only the set can show). Saving writes the file atomically and owner-only
-(`settings.write_private`): the watcher never sees half a file, and it reloads within a second.
+(`core.private_files.write_private`): the watcher never sees half a file, and it reloads within a
+second.
 """
 
 from __future__ import annotations
@@ -139,6 +140,6 @@ def changed_lines(saved: str | None, draft: str) -> tuple[int, int]:
 
 def save(path: Path, text: str) -> None:
     """Write the file atomically and owner-only; the policy watcher puts it in force."""
-    from svc_console.settings import write_private
+    from svc_console.core.private_files import write_private
 
     write_private(path, text)

@@ -18,7 +18,7 @@ from email.parser import BytesParser
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
 
-from svc_console.settings import ensure_private_dir, write_private
+from svc_console.core.private_files import ensure_private_dir, write_private
 
 SENDER = '"svc-console sandbox" <no-reply@sandbox.invalid>'
 # The domain is reserved (RFC 2606): a message that escaped would still go nowhere.

@@ -20,9 +20,9 @@ from types import TracebackType
 
 import uvicorn
 
+from svc_console.core.private_files import write_private
 from svc_console.sandbox.app import create_app
 from svc_console.sandbox.state import SandboxState
-from svc_console.settings import write_private
 
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0

@@ -17,13 +17,13 @@ from decimal import Decimal
 from pathlib import Path
 from urllib.parse import quote
 
+from svc_console.config.paths import resolve_paths
 from svc_console.core.money import parse_usdc
 from svc_console.sandbox.accounts import Accounts
 from svc_console.sandbox.compute import JobBoard
 from svc_console.sandbox.faults import Faults
 from svc_console.sandbox.faults import reprice_factor as fault_reprice_factor
 from svc_console.sandbox.outbox import Outbox
-from svc_console.settings import resolve_paths
 
 DEFAULT_BALANCE = Decimal(25)
 DEFAULT_USERNAME = "sandbox-operator"

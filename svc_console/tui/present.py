@@ -11,10 +11,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from svc_console.config.paths import Paths
 from svc_console.core.models import Estimate, RiskFlag, Severity, SpendRequest, Verdict
 from svc_console.core.money import format_usdc
 from svc_console.core.states import State
-from svc_console.settings import Paths
 
 SEVERITY_ORDER = {Severity.high: 0, Severity.warn: 1, Severity.info: 2}
 # Policy outcomes, short for a table cell and spelled out for the detail.

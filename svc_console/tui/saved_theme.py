@@ -4,9 +4,9 @@ next start uses it.
 Only the top-level `theme` line changes (or, with none, one is added at the top): every other
 line, comments and spacing included, stays as the operator typed it. The result is read back
 before it is written, and written only if it holds exactly the old settings with the new theme;
-it is written atomically and owner-only (`settings.write_private`). A file that cannot be read as
-TOML is never rewritten (it may hold what the operator meant to fix): the theme then lasts for
-this session only, and the caller says why.
+it is written atomically and owner-only (`core.private_files.write_private`). A file that cannot
+be read as TOML is never rewritten (it may hold what the operator meant to fix): the theme then
+lasts for this session only, and the caller says why.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from svc_console.settings import write_private
+from svc_console.core.private_files import write_private
 from svc_console.tui.preferences import MAX_FILE_BYTES
 
 # `theme = "name"   # comment` before any table; the value is a TOML string when it is one.

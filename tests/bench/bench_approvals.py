@@ -51,8 +51,8 @@ async def _until(predicate: Any, timeout: float = 30.0) -> None:
 
 
 async def _measure(home: Path, pending: int) -> dict[str, list[float]]:
+    from svc_console.config.paths import Paths
     from svc_console.runtime import Runtime
-    from svc_console.settings import Paths
     from svc_console.tui.app import ConsoleApp
     from svc_console.tui.screens.approvals import ApprovalsScreen
     from svc_console.tui.widgets.detail import RequestDetail

@@ -112,7 +112,7 @@ def profile_child(prefix: str) -> None:
 
     profiler = Profiler(interval=0.001)
     profiler.start()
-    from svc_console.cli import _runtime
+    from svc_console.cli.console import _runtime
     from svc_console.tui.app import ConsoleApp
 
     app = ConsoleApp(_runtime())

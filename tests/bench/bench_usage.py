@@ -123,8 +123,8 @@ async def _page_downs(pilot: Any, paints: list, top: Any, count: int) -> list[fl
 
 
 async def _screen_run(home: Path) -> tuple[float, list[float], float]:
+    from svc_console.config.paths import Paths
     from svc_console.runtime import Runtime
-    from svc_console.settings import Paths
     from svc_console.tui.app import ConsoleApp
     from svc_console.tui.screens.usage import UsageScreen
     from svc_console.tui.widgets.usage_table import UsageTable

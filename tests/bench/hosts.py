@@ -154,10 +154,10 @@ class _SandboxProcess:
 
 
 async def _broker(args: argparse.Namespace) -> None:
-    from svc_console import logs
     from svc_console.broker import BrokerConfig
+    from svc_console.config import logs
+    from svc_console.config.paths import Paths
     from svc_console.runtime import Runtime
-    from svc_console.settings import Paths
 
     home = Path(args.home)
     paths = Paths(home=home, socket=home / "svc.sock", explicit_home=True)

@@ -1,7 +1,7 @@
 """The account screen: which service the console speaks to, who it is signed in as, where the
 secrets are kept, and the spec's two onboarding flows as forms.
 
-The flows are `svc_console.onboarding`'s, shared with `svc-console login` and `connect`: this screen
+The flows are `services.onboarding`'s, shared with `svc-console login` and `connect`: this screen
 only collects the e-mail, the username and the code. Each flow runs in a worker; when the flow asks
 for the code (`read_code`), the worker posts `CodeAwaited` and waits on a future that the code
 field fulfils. What a flow saved is described by `onboarding.Saved`, which holds no secret; the
@@ -26,14 +26,16 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 from textual.worker import Worker, WorkerState
 
-from svc_console import onboarding
+from svc_console.config.credentials import Credentials
+from svc_console.config.errors import SettingsError
+from svc_console.config.paths import Paths
+from svc_console.config.service import wallet_config_file
 from svc_console.core.sanitize import inert_line
-from svc_console.credentials import Credentials
 from svc_console.market.account import CodeRefused, InvalidRequest, TooManyCodes, UsernameTaken
 from svc_console.market.errors import MarketError, ServiceUnreachable
 from svc_console.market.gateway import Marketplace
 from svc_console.runtime import Runtime
-from svc_console.settings import Paths, SettingsError, wallet_config_file
+from svc_console.services import onboarding
 from svc_console.tui import bindings
 from svc_console.tui.bindings import Command
 from svc_console.tui.colors import Palette, palette

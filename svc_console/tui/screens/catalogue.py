@@ -39,8 +39,6 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from svc_console.catalogue_details import mcp_for, skill, try_dataset
-from svc_console.catalogue_sync import SyncProgress, SyncReport, sync_runtime
 from svc_console.core.catalogue_filters import SORT_LABELS, DatasetFilter, MarketFilter
 from svc_console.core.datasets import DatasetListing, TrialResult
 from svc_console.core.models import EndpointRecord
@@ -50,6 +48,8 @@ from svc_console.ledger.catalogue_cache import Matches, SyncState
 from svc_console.market.errors import MarketError
 from svc_console.market.mcp import McpClient
 from svc_console.runtime import Runtime
+from svc_console.services.catalogue_details import mcp_for, skill, try_dataset
+from svc_console.services.catalogue_sync import SyncProgress, SyncReport, sync_runtime
 from svc_console.tui import bindings, present
 from svc_console.tui.bindings import Command
 from svc_console.tui.colors import Palette, palette

@@ -32,6 +32,7 @@ from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Header, TextArea
 
 from svc_console.broker import Broker
+from svc_console.config.errors import SettingsError
 from svc_console.core.sanitize import inert_line
 from svc_console.ledger import policy_versions
 from svc_console.ledger.replay import past_requests
@@ -52,10 +53,9 @@ from svc_console.policy.errors import PolicyError
 from svc_console.policy.live import LivePolicy
 from svc_console.policy.live import PolicyStatus as LiveStatus
 from svc_console.policy.loader import LoadedPolicy
+from svc_console.policy.report import simulation_lines
 from svc_console.policy.simulate import parse_since, simulate, warmup_start
-from svc_console.policy_cli import simulation_lines
 from svc_console.runtime import Runtime
-from svc_console.settings import SettingsError
 from svc_console.tui import bindings
 from svc_console.tui.bindings import Command
 from svc_console.tui.colors import Palette, palette

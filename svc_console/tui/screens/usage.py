@@ -33,6 +33,7 @@ from svc_console.core.usage import DAY_S, Reconciled, UsageFilter, iso_instant
 from svc_console.ledger import usage as ledger_usage
 from svc_console.ledger.usage import SpendBucket, SyncResult, UsageRow, UsageTotals
 from svc_console.runtime import Runtime
+from svc_console.services.usage_export import describe_range, export_file
 from svc_console.tui import bindings
 from svc_console.tui.bindings import Command
 from svc_console.tui.colors import Palette, palette
@@ -46,7 +47,6 @@ from svc_console.tui.widgets.usage_dialogs import (
 )
 from svc_console.tui.widgets.usage_summary import SpendBreakdown, SpendChart, totals_text
 from svc_console.tui.widgets.usage_table import Reader, UsageTable, state_label, usdc
-from svc_console.usage_export import describe_range, export_file
 
 log = logging.getLogger(__name__)
 
@@ -450,7 +450,7 @@ class UsageScreen(Screen[None]):
         )
 
     def action_sync(self) -> None:
-        from svc_console.usage_sync import sync_runtime
+        from svc_console.services.usage_sync import sync_runtime
 
         async def sync() -> None:
             self.post_message(Synced(await sync_runtime(self.runtime)))

@@ -1,7 +1,7 @@
 """The two onboarding forms of the account screen: sign in by e-mail code, connect the wallet.
 
 A form only collects what the operator types and shows where its flow stands; the screen runs the
-flow (`svc_console.onboarding`) and tells the form. The code field is a password field, emptied
+flow (`services.onboarding`) and tells the form. The code field is a password field, emptied
 the moment its value is handed over, so a code never stays on screen or in a widget; a finished
 flow shows what was saved and where, never a secret.
 """

@@ -1,5 +1,5 @@
 """What the draft would have changed over the last 30 days: `svc-console policy simulate`'s own
-report (`policy_cli.simulation_lines`, which shows every text from the ledger inert), with its
+report (`policy.report.simulation_lines`, which shows every text from the ledger inert), with its
 headings and counts coloured, or why no simulation could run."""
 
 from __future__ import annotations

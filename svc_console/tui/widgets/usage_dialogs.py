@@ -21,8 +21,8 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select,
 from svc_console.core.sanitize import inert_line
 from svc_console.core.taxonomy import domain_label
 from svc_console.core.usage import DAY_S, UsageFilter, iso_instant
+from svc_console.services.usage_export import ExportError, parse_since, parse_until
 from svc_console.tui.bindings import bindings
-from svc_console.usage_export import ExportError, parse_since, parse_until
 
 STATE_CHOICES = (
     ("flagged", "flagged (either)"),

@@ -11,19 +11,21 @@ import os
 import sys
 from typing import Any
 
+from svc_console.cli.errors import CommandError
 
-def add_commands(commands: Any, error: type[Exception]) -> None:
+
+def add_commands(commands: Any) -> None:
     login = commands.add_parser("login", help="sign in by e-mail code; stores the API key")
     login.add_argument("--email", help="the operator's e-mail (asked when missing)")
     login.add_argument("--base-url", help="the marketplace (default: SVC_BASE_URL)")
-    login.set_defaults(run=lambda args: _run(args, "login", error))
+    login.set_defaults(run=lambda args: _run(args, "login"))
     connect = commands.add_parser(
         "connect", help="connect the agent wallet (e-mail code and a username)"
     )
     connect.add_argument("--email", help="the operator's e-mail (asked when missing)")
     connect.add_argument("--username", help="the wallet's handle (asked when missing)")
     connect.add_argument("--base-url", help="the marketplace (default: SVC_BASE_URL)")
-    connect.set_defaults(run=lambda args: _run(args, "connect", error))
+    connect.set_defaults(run=lambda args: _run(args, "connect"))
 
 
 def _ask(prompt: str, *, secret: bool = False) -> str:
@@ -37,18 +39,20 @@ def _ask(prompt: str, *, secret: bool = False) -> str:
     return answer
 
 
-def _run(args: argparse.Namespace, flow: str, error: type[Exception]) -> int:
+def _run(args: argparse.Namespace, flow: str) -> int:
     import asyncio
 
-    from svc_console import onboarding
-    from svc_console.credentials import Credentials
+    from svc_console.config.credentials import Credentials
+    from svc_console.config.errors import SettingsError
+    from svc_console.config.paths import resolve_paths
+    from svc_console.core.private_files import ensure_private_dir
     from svc_console.market.account import AccountClient
     from svc_console.market.errors import MarketError
-    from svc_console.settings import SettingsError, ensure_private_dir, resolve_paths
+    from svc_console.services import onboarding
 
     base_url = (args.base_url or os.environ.get("SVC_BASE_URL") or "").rstrip("/")
     if not base_url:
-        raise error(
+        raise CommandError(
             "no marketplace: pass --base-url or set SVC_BASE_URL"
             " (for the sandbox: the address `svc-console sandbox` prints)"
         )
@@ -61,7 +65,7 @@ def _run(args: argparse.Namespace, flow: str, error: type[Exception]) -> int:
         return 0
     email = args.email or _ask("e-mail: ")
     if not email:
-        raise error("an e-mail address is needed")
+        raise CommandError("an e-mail address is needed")
 
     def read_code() -> str:
         print(f"a 6-digit code was sent to {email}", file=sys.stderr)
@@ -81,9 +85,9 @@ def _run(args: argparse.Namespace, flow: str, error: type[Exception]) -> int:
     try:
         saved = asyncio.run(run())
     except MarketError as exc:
-        raise error(f"{flow} failed: {exc.message}") from None
+        raise CommandError(f"{flow} failed: {exc.message}") from None
     except SettingsError as exc:
-        raise error(str(exc)) from None
+        raise CommandError(str(exc)) from None
     _report(saved)
     return 0
 

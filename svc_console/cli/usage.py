@@ -10,16 +10,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-EXIT_USAGE = 2
+from svc_console.cli.errors import EXIT_USAGE, CommandError
+
 STATES = ("flagged", "ok", "uncovered", "over")
 
 
-def add_commands(commands: Any, error: Callable[..., Exception]) -> None:
-    """Add `usage export` to the command line; `error(message, exit_code)` is the CLI's error."""
+def add_commands(commands: Any) -> None:
+    """Add `usage export` to the command line."""
     usage = commands.add_parser("usage", help="finance: the synced usage history").add_subparsers(
         title="usage commands", metavar="COMMAND", required=True
     )
@@ -48,17 +48,17 @@ def add_commands(commands: Any, error: Callable[..., Exception]) -> None:
         choices=STATES,
         help="flagged (no approval covers it, or above the approval), ok, uncovered, over",
     )
-    export.set_defaults(run=lambda args: run_export(args, error))
+    export.set_defaults(run=run_export)
 
 
-def run_export(args: argparse.Namespace, error: Callable[..., Exception]) -> int:
+def run_export(args: argparse.Namespace) -> int:
     import sqlite3
     import time
 
+    from svc_console.config.paths import resolve_paths
     from svc_console.core.usage import UsageFilter
     from svc_console.ledger.usage import open_reader
-    from svc_console.settings import resolve_paths
-    from svc_console.usage_export import (
+    from svc_console.services.usage_export import (
         ExportError,
         export,
         export_file,
@@ -71,7 +71,7 @@ def run_export(args: argparse.Namespace, error: Callable[..., Exception]) -> int
     # As the console chooses: the sandbox's ledger unless a real service is configured.
     ledger = paths.ledger(sandbox=not os.environ.get("SVC_BASE_URL"))
     if not ledger.exists():
-        raise error(f"no ledger at {ledger}: nothing has been recorded yet", EXIT_USAGE)
+        raise CommandError(f"no ledger at {ledger}: nothing has been recorded yet", EXIT_USAGE)
     now = time.time()
     try:
         f = UsageFilter(
@@ -84,12 +84,12 @@ def run_export(args: argparse.Namespace, error: Callable[..., Exception]) -> int
             state=args.state,
         )
     except (ExportError, ValueError) as exc:
-        raise error(str(exc), EXIT_USAGE) from None
+        raise CommandError(str(exc), EXIT_USAGE) from None
     fmt = format_for(args.output, args.format)
     try:
         conn = open_reader(ledger)
     except sqlite3.Error as exc:
-        raise error(f"cannot read {ledger}: {exc}") from None
+        raise CommandError(f"cannot read {ledger}: {exc}") from None
     try:
         if args.output is None:
             export(conn, f, fmt, sys.stdout)
@@ -97,9 +97,9 @@ def run_export(args: argparse.Namespace, error: Callable[..., Exception]) -> int
             return 0
         written = export_file(conn, f, fmt, args.output)
     except ExportError as exc:
-        raise error(str(exc)) from None
+        raise CommandError(str(exc)) from None
     except sqlite3.Error as exc:
-        raise error(f"cannot read {ledger}: {exc}") from None
+        raise CommandError(f"cannot read {ledger}: {exc}") from None
     except BrokenPipeError:
         # The reader (head, a pager) stopped listening: not an error. Standard output is pointed
         # at /dev/null so the interpreter's last flush does not complain either.

@@ -5,7 +5,7 @@ import logging.handlers
 import os
 from pathlib import Path
 
-from svc_console.settings import ensure_private_dir
+from svc_console.core.private_files import ensure_private_dir
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from svc_console.settings import Paths, SettingsError, read_private, write_private
+from svc_console.config.errors import SettingsError
+from svc_console.config.paths import Paths
+from svc_console.core.private_files import NotPrivate, read_private, write_private
 
 KEYRING_SERVICE = "svc-console"
 SECRET_FIELDS = {"apiKey", "apiToken", "privateKey", "evmPrivateKey", "solanaPrivateKey"}
@@ -218,6 +220,8 @@ class Credentials:
             return None
         try:
             record = json.loads(read_private(path))
+        except NotPrivate as exc:
+            raise CredentialsError(str(exc)) from None
         except ValueError:
             raise CredentialsError(f"{path} is not valid JSON; fix or remove it") from None
         if not isinstance(record, dict):

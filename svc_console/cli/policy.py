@@ -80,7 +80,7 @@ def add_commands(commands: Any) -> None:
 
 
 def _error(message: str, code: int = 1) -> Exception:
-    from svc_console.cli import CommandError
+    from svc_console.cli.errors import CommandError
 
     return CommandError(message, code)
 
@@ -107,79 +107,11 @@ def run_check(args: argparse.Namespace) -> int:
     from svc_console.core.sanitize import inert_line
 
     loaded = _load(args.files)
+    from svc_console.policy.report import summary
+
     for line in summary(loaded):
         print(inert_line(line, 300))
     return 0
-
-
-def summary(loaded: Any) -> list[str]:
-    """What a valid policy does, in a few lines."""
-    from svc_console.core.money import format_usdc
-    from svc_console.policy.rules import LIST_KEYS
-
-    rules = loaded.rules
-    names = ", ".join(f.name for f in loaded.files)
-    blocks = len(loaded.blocks)
-    lines = [
-        f"{names}: valid · {blocks} block{'s' if blocks > 1 else ''} · sha256 {loaded.sha256[:12]}"
-    ]
-    if rules.per_call_max_usdc is not None:
-        lines.append(f"  per call: at most {format_usdc(rules.per_call_max_usdc)} USDC")
-    for budget in rules.budgets:
-        per = "overall" if budget.per == "overall" else f"per {budget.per}"
-        only = f" for {', '.join(budget.for_)}" if budget.for_ else ""
-        limits = []
-        if budget.warn_usdc is not None:
-            limits.append(f"warn {format_usdc(budget.warn_usdc)}")
-        if budget.max_usdc is not None:
-            limits.append(f"stop {format_usdc(budget.max_usdc)}")
-        name = f"{budget.name!r}, " if budget.name else ""
-        lines.append(f"  budget {name}{budget.window} {per}{only}: {', '.join(limits)} USDC")
-    for side in ("deny", "allow"):
-        lists = getattr(rules, side)
-        for key in LIST_KEYS if lists is not None else ():
-            entries = getattr(lists, key)
-            if entries is not None:
-                lines.append(f"  {side} {key}: {', '.join(entries) or '(none)'}")
-    if rules.require is not None:
-        required = rules.require.model_dump(mode="json", exclude_none=True)
-        lines.append(f"  require: {_conditions(required)}")
-    if rules.never_send or rules.never_send_patterns:
-        kinds = [*(rules.never_send or []), *(rules.never_send_patterns or {})]
-        lines.append(f"  never send: {', '.join(kinds)}")
-    if rules.hours:
-        lines.append(f"  hours: {'; '.join(rules.hours)} ({rules.timezone or 'UTC'})")
-    if rules.compute_tools is not None:
-        lines.append(f"  compute tools allowed: {', '.join(rules.compute_tools) or 'none'}")
-    if rules.dynamic_pricing is False:
-        lines.append("  dynamic pricing: denied")
-    for rule in rules.auto_approve:
-        conditions = _conditions(rule.when.model_dump(mode="json", exclude_none=True))
-        own = f" (its own budgets: {len(rule.budgets)})" if rule.budgets else ""
-        lines.append(f"  auto-approve {rule.name!r}: {conditions}{own}")
-    if not rules.auto_approve:
-        lines.append("  auto-approve: nothing (the operator decides what is not denied)")
-    if rules.confirm_above_usdc is not None:
-        lines.append(f"  typed confirmation above {format_usdc(rules.confirm_above_usdc)} USDC")
-    if rules.pending_lifetime is not None:
-        lines.append(f"  pending requests live {_duration(rules.pending_lifetime)}")
-    return lines
-
-
-def _conditions(values: dict[str, Any]) -> str:
-    def shown(value: Any) -> str:
-        if isinstance(value, list):
-            return ", ".join(str(item) for item in value)
-        return json.dumps(value) if isinstance(value, bool) else str(value)
-
-    return "; ".join(f"{key} {shown(value)}" for key, value in values.items())
-
-
-def _duration(seconds: int) -> str:
-    for unit, size in (("d", 86_400), ("h", 3600), ("m", 60)):
-        if seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 # -- explain --------------------------------------------------------------------------------
@@ -199,46 +131,11 @@ def run_explain(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(verdict.model_dump(mode="json"), indent=2))
         return 0
+    from svc_console.policy.report import explain_lines
+
     for line in explain_lines(verdict, policy, facts, note):
         print(line)
     return 0
-
-
-def explain_lines(verdict: Any, policy: Any, facts: Any, note: str | None) -> list[str]:
-    from svc_console.core.money import format_usdc, from_atomic
-    from svc_console.core.sanitize import inert_line
-    from svc_console.policy.facts import Facts
-
-    assert isinstance(facts, Facts)
-    lines = [f"verdict: {verdict.outcome}", f"  {inert_line(verdict.summary, 300)}"]
-    if note:
-        lines.append(f"  ({note})")
-    if verdict.citations:
-        lines.append("rules:")
-        for cite in verdict.citations:
-            where = f" ({cite.file}:{cite.line})" if cite.line else ""
-            lines.append(inert_line(f"  {cite.effect:<12} {cite.rule}{where} · {cite.reason}", 300))
-    if verdict.budgets:
-        lines.append("budgets (reserved and settled, before → after this request):")
-        for budget in verdict.budgets:
-            limits = []
-            if budget.max_usdc is not None:
-                limits.append(f"stop {format_usdc(budget.max_usdc)}")
-            if budget.warn_usdc is not None:
-                limits.append(f"warn {format_usdc(budget.warn_usdc)}")
-            text = (
-                f"  {budget.budget}: {format_usdc(budget.before_usdc)} → "
-                f"{format_usdc(budget.after_usdc)} USDC ({', '.join(limits)}) "
-                f"{budget.file}:{budget.line}"
-            )
-            lines.append(inert_line(text, 300))
-    if policy.confirm_above_usdc is not None and verdict.outcome == "ask":
-        amount = from_atomic(facts.amount)
-        if amount > policy.confirm_above_usdc:
-            lines.append(
-                f"approving asks the operator to type the amount ({format_usdc(amount)} USDC)"
-            )
-    return lines
 
 
 def request_facts(data: Any) -> tuple[Any, str | None]:
@@ -333,8 +230,9 @@ def _when(text: str | None) -> float:
 
 def _ledger(paths: Any) -> Any:
     """The ledger the console uses (its file, if there is one), opened beside a running broker."""
+    from svc_console.config.errors import SettingsError
+    from svc_console.config.service import service_config
     from svc_console.ledger import Ledger
-    from svc_console.settings import SettingsError, service_config
 
     try:
         sandbox = service_config(paths) is None
@@ -347,8 +245,8 @@ def _ledger(paths: Any) -> Any:
 
 
 def _ledger_totals(now: float) -> Any:
+    from svc_console.config.paths import resolve_paths
     from svc_console.policy.budgets import RollingTotals
-    from svc_console.settings import resolve_paths
 
     totals = RollingTotals()
     ledger, _ = _ledger(resolve_paths())
@@ -367,9 +265,9 @@ def _ledger_totals(now: float) -> Any:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
+    from svc_console.config.paths import resolve_paths
     from svc_console.ledger.replay import past_requests
     from svc_console.policy.simulate import parse_since, simulate, warmup_start
-    from svc_console.settings import resolve_paths
 
     try:
         period = parse_since(args.since)
@@ -390,53 +288,11 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
         return 0
+    from svc_console.policy.report import simulation_lines
+
     for line in simulation_lines(report, args.since):
         print(line)
     return 0
-
-
-def simulation_lines(report: Any, since_text: str) -> list[str]:
-    from svc_console.core.sanitize import inert_line
-
-    data = report.as_json()
-    counts = data["counts"]
-    lines = [
-        f"replayed {report.replayed} requests of the last {since_text} against the draft",
-        f"  newly denied:          {counts['newly_denied']}",
-        f"  newly auto-approved:   {counts['newly_auto_approved']}",
-        f"  now asking operator:   {counts['now_asks_operator']}",
-        f"  USDC moved: {data['usdc_moved_actual']} actually, {data['usdc_moved_draft']} under the"
-        f" draft (difference {data['usdc_difference']})",
-    ]
-    for title, key in (
-        ("would now be denied", "newly_denied"),
-        ("would now be approved automatically", "newly_auto_approved"),
-        ("would now wait for the operator", "now_asks_operator"),
-    ):
-        if data[key]:
-            lines.append(f"{title}:")
-            for change in data[key]:
-                lines.append(
-                    inert_line(
-                        f"  {change['request_id']} {change['agent']} {change['endpoint']}"
-                        f" {change['amount_usdc']} USDC (was {change['was']}): {change['now']}",
-                        300,
-                    )
-                )
-            more = counts[key] - len(data[key])
-            if more > 0:
-                lines.append(f"  ... and {more} more")
-    if data["budgets_hit"]:
-        lines.append("budgets that would have been hit:")
-        for hit in data["budgets_hit"]:
-            lines.append(
-                inert_line(
-                    f"  {hit['rule']} {hit['budget']}: denied {hit['denied']},"
-                    f" warned {hit['warned']}",
-                    300,
-                )
-            )
-    return lines
 
 
 # -- schema ---------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from svc_console.credentials import Account, Credentials, WalletConnection
+from svc_console.config.credentials import Account, Credentials, WalletConnection
 from svc_console.market.account import AccountClient
 
 ReadCode = Callable[[], str | Awaitable[str]]

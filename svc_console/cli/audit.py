@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from svc_console.cli.errors import EXIT_USAGE, CommandError
+
 EXIT_BROKEN = 1
-EXIT_USAGE = 2
 
 
-def add_commands(commands: Any, error: Callable[..., Exception]) -> None:
-    """Add `audit verify`; `error(message, exit_code)` is the CLI's one-line error."""
+def add_commands(commands: Any) -> None:
+    """Add `audit verify`."""
     audit = commands.add_parser(
         "audit", help="tamper evidence: check the ledger's hash-chained events"
     ).add_subparsers(title="audit commands", metavar="COMMAND", required=True)
@@ -36,25 +36,27 @@ def add_commands(commands: Any, error: Callable[..., Exception]) -> None:
         metavar="FILE",
         help="the ledger file (default: the configured one, the sandbox's when no service is set)",
     )
-    verify.set_defaults(run=lambda args: run_verify(args, error))
+    verify.set_defaults(run=run_verify)
 
 
 def configured_ledger() -> Path:
     """The ledger the console would open: the real one when a service is configured (by
     SVC_BASE_URL or settings.toml), else the sandbox's. No credential is needed to audit it."""
-    from svc_console.settings import SettingsError, _service_section, resolve_paths
+    from svc_console.config.errors import SettingsError
+    from svc_console.config.paths import resolve_paths
+    from svc_console.config.service import service_section
 
     paths = resolve_paths()
     base_url = os.environ.get("SVC_BASE_URL")
     if not base_url:
         try:
-            base_url = _service_section(paths.home / "settings.toml").get("base_url")
+            base_url = service_section(paths.home / "settings.toml").get("base_url")
         except SettingsError:
             base_url = None  # the console would refuse to start; audit what is there
     return paths.ledger(sandbox=not base_url)
 
 
-def run_verify(args: argparse.Namespace, error: Callable[..., Exception]) -> int:
+def run_verify(args: argparse.Namespace) -> int:
     from svc_console.core.sanitize import inert_line
     from svc_console.ledger.audit import AuditError, verify
 
@@ -62,7 +64,7 @@ def run_verify(args: argparse.Namespace, error: Callable[..., Exception]) -> int
     try:
         report = verify(path)
     except AuditError as exc:
-        raise error(inert_line(str(exc), 300), EXIT_USAGE) from None
+        raise CommandError(inert_line(str(exc), 300), EXIT_USAGE) from None
     where = inert_line(str(path), 200)
     if report.broken is not None:
         print(

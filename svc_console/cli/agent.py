@@ -1,0 +1,82 @@
+"""`svc-console agent submit`: what an agent or a script uses to ask before spending."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from svc_console.cli.errors import EXIT_BY_STATE, EXIT_USAGE, CommandError
+from svc_console.cli.socket_client import call, connect
+
+
+def add_commands(commands: Any) -> None:
+    agent = commands.add_parser("agent", help="what an agent or a script uses").add_subparsers(
+        title="agent commands", metavar="COMMAND", required=True
+    )
+    submit = agent.add_parser("submit", help="ask to spend; --wait blocks until the outcome")
+    submit.add_argument("--endpoint", help="market endpoint id (kind market_call)")
+    submit.add_argument("--dataset", help="dataset id (kind dataset)")
+    submit.add_argument(
+        "--kind",
+        default="market_call",
+        choices=["market_call", "dataset", "breed_agent", "merge_models"],
+    )
+    submit.add_argument("--inputs", required=True, help="the planned inputs, a JSON object")
+    submit.add_argument("--purpose", required=True, help="why the agent wants this, for people")
+    submit.add_argument("--agent", default="cli", help="the agent's name (default: cli)")
+    submit.add_argument("--max-usdc", help="the most the agent is willing to pay")
+    submit.add_argument("--idempotency-key", help="the same key returns the same request")
+    submit.add_argument("--wait", action="store_true", help="block until the request ends")
+    submit.add_argument("--timeout", type=float, help="with --wait: give up after S seconds")
+    submit.add_argument("--json", action="store_true", help="print the request as JSON")
+    submit.set_defaults(run=run_submit)
+
+
+def run_submit(args: argparse.Namespace) -> int:
+    try:
+        inputs = json.loads(args.inputs)
+    except ValueError as exc:
+        raise CommandError(f"--inputs is not valid JSON: {exc}", EXIT_USAGE) from None
+    if not isinstance(inputs, dict):
+        raise CommandError("--inputs must be a JSON object", EXIT_USAGE)
+    agent = connect(args.agent)
+    with agent:
+        ticket = call(
+            lambda: agent.submit(
+                kind=args.kind,
+                endpoint_id=args.endpoint,
+                dataset_id=args.dataset,
+                inputs=inputs,
+                purpose=args.purpose,
+                max_usdc=args.max_usdc,
+                idempotency_key=args.idempotency_key,
+            )
+        )
+        if not args.wait:
+            _show(ticket if args.json else None, f"{ticket['request_id']} {ticket['state']}")
+            return 0
+        if not args.json:
+            print(f"{ticket['request_id']} submitted; waiting for a decision…", file=sys.stderr)
+        request = call(lambda: agent.wait_for_outcome(ticket["request_id"], args.timeout))
+    _show(request if args.json else None, _describe(request))
+    return EXIT_BY_STATE.get(request["state"], 1 if args.timeout is None else 9)
+
+
+def _show(as_json: Any, text: str) -> None:
+    # JSON output escapes every control character, so it is safe to print as it is.
+    print(json.dumps(as_json, indent=2) if as_json is not None else text)
+
+
+def _describe(request: dict[str, Any]) -> str:
+    from svc_console.core.sanitize import inert
+
+    lines = [f"{request['id']} {request['state']}"]
+    if request.get("reason"):
+        lines.append(f"reason: {inert(request['reason'], 500)}")
+    outcome = request.get("outcome")
+    if outcome:
+        lines.append(f"charged: {outcome['charged_usdc']} USDC on {inert(outcome['chain'], 20)}")
+        lines.append(inert(outcome["body"], 20_000))
+    return "\n".join(lines)

@@ -1,0 +1,98 @@
+"""`svc-console approvals list / approve / deny`: headless decisions, under the TUI's rules."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from svc_console.cli.errors import EXIT_USAGE, CommandError
+from svc_console.cli.socket_client import call, connect
+
+
+def add_commands(commands: Any) -> None:
+    approvals = commands.add_parser(
+        "approvals", help="headless decisions (same rules as the TUI)"
+    ).add_subparsers(title="approvals commands", metavar="COMMAND", required=True)
+    listing = approvals.add_parser("list", help="requests waiting for a decision")
+    listing.add_argument("--history", action="store_true", help="decided requests instead")
+    listing.add_argument("--limit", type=int, default=100)
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(run=run_list)
+    approve = approvals.add_parser("approve", help="approve a pending request")
+    approve.add_argument("request_id")
+    approve.add_argument(
+        "--confirm-amount", help="the amount, typed, when the request is above the threshold"
+    )
+    approve.add_argument("--note")
+    approve.set_defaults(run=run_approve)
+    deny = approvals.add_parser("deny", help="deny a pending request")
+    deny.add_argument("request_id")
+    deny.add_argument("--reason", required=True)
+    deny.set_defaults(run=run_deny)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    view = "history" if args.history else "pending"
+    with connect("operator-cli", operator=True) as agent:
+        requests = call(lambda: agent.call("approvals.list", {"view": view, "limit": args.limit}))
+    if args.json:
+        print(json.dumps(requests, indent=2))
+        return 0
+    if not requests:
+        print(f"no {view} requests")
+    for request in requests:
+        print(_row(request))
+    return 0
+
+
+def run_approve(args: argparse.Namespace) -> int:
+    params = {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
+    if args.note:
+        params["note"] = args.note
+    from svc_console.agent import AgentError
+
+    with connect("operator-cli", operator=True) as agent:
+        try:
+            request = agent.call(
+                "approvals.approve", {k: v for k, v in params.items() if v is not None}
+            )
+        except AgentError as exc:
+            if exc.reason == "confirmation_required":
+                amount = exc.data.get("amount")
+                raise CommandError(
+                    f"{args.request_id} may cost {amount} USDC: to approve, type the amount:"
+                    f" --confirm-amount {amount}",
+                    EXIT_USAGE,
+                ) from None
+            raise CommandError(exc.message, EXIT_USAGE) from None
+    print(f"{request['id']} {request['state']}")
+    return 0
+
+
+def run_deny(args: argparse.Namespace) -> int:
+    params = {"request_id": args.request_id, "reason": args.reason}
+    with connect("operator-cli", operator=True) as agent:
+        request = call(lambda: agent.call("approvals.deny", params))
+    print(f"{request['id']} {request['state']}")
+    return 0
+
+
+def _row(request: dict[str, Any]) -> str:
+    from svc_console.core.sanitize import inert_line
+
+    endpoint = request.get("endpoint") or {}
+    estimate = request.get("estimate") or {}
+    price = estimate.get("amount_usdc", "?")
+    if estimate.get("max_usdc") and estimate.get("max_usdc") != estimate.get("min_usdc"):
+        price = f"{estimate.get('min_usdc')}-{estimate.get('max_usdc')}"
+    return "  ".join(
+        [
+            request["id"],
+            request["state"],
+            inert_line(request["agent"], 24),
+            inert_line(endpoint.get("name") or request.get("endpoint_id") or "-", 30),
+            f"{price} USDC",
+            inert_line(request["purpose"], 50),
+        ]
+    )

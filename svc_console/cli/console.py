@@ -1,0 +1,129 @@
+"""The console itself: the TUI (no command), `demo`, `serve` (the broker headless) and `sandbox`
+(the sandbox marketplace alone)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from svc_console.cli.errors import CommandError
+
+
+def add_commands(parser: argparse.ArgumentParser, commands: Any) -> None:
+    parser.set_defaults(run=run_tui)
+    _policy_option(parser)
+
+    demo = commands.add_parser("demo", help="the console, the sandbox and simulated agents")
+    demo.set_defaults(run=run_demo)
+    _policy_option(demo)
+
+    serve = commands.add_parser("serve", help="the broker headless: socket, pipeline, executor")
+    serve.set_defaults(run=run_serve)
+    _policy_option(serve)
+
+    sandbox = commands.add_parser("sandbox", help="the sandbox marketplace alone, on loopback")
+    sandbox.add_argument("--host", default="127.0.0.1")
+    sandbox.add_argument("--port", type=int, default=8402)
+    sandbox.set_defaults(run=run_sandbox)
+
+
+def _policy_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--policy",
+        action="append",
+        metavar="FILE",
+        default=argparse.SUPPRESS,  # a subcommand's absent option must not hide the top level's
+        help="a SKILLS.md policy file in force (repeatable; default: SVC_CONSOLE_POLICY, then"
+        " settings.toml [policy] files, then $SVC_CONSOLE_HOME/SKILLS.md if it exists)",
+    )
+
+
+def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
+    from svc_console.broker import BrokerConfig
+    from svc_console.config import logs
+    from svc_console.config.errors import SettingsError
+    from svc_console.config.paths import resolve_paths
+    from svc_console.config.policy_files import policy_files
+    from svc_console.config.service import service_config
+    from svc_console.runtime import Runtime
+
+    paths = resolve_paths()
+    logs.configure(paths.logs)
+    try:
+        service = None if demo else service_config(paths)
+        files, optional = policy_files(paths, policy)
+    except SettingsError as exc:
+        raise CommandError(str(exc)) from None
+    # The demo's requests expire in two minutes, so a newcomer sees expiry too.
+    config = BrokerConfig(pending_ttl_s=120.0) if demo else BrokerConfig()
+    return Runtime(
+        paths=paths, service=service, config=config, policy_files=files, policy_optional=optional
+    )
+
+
+def run_tui(args: argparse.Namespace, after_start: Callable[..., Any] | None = None) -> int:
+    from svc_console.tui.app import ConsoleApp
+
+    runtime = _runtime(demo=after_start is not None, policy=getattr(args, "policy", ()))
+    app = ConsoleApp(runtime, after_start=after_start)
+    app.run()
+    return app.return_code or 0
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    async def start_agents(runtime: Any) -> None:
+        from svc_console.demo import run_agents
+
+        await run_agents(runtime.paths.socket)
+
+    return run_tui(args, after_start=start_agents)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    runtime = _runtime(policy=getattr(args, "policy", ()))
+
+    async def serve() -> None:
+        from svc_console.ledger import LedgerLocked
+
+        try:
+            await runtime.start()
+        except (OSError, LedgerLocked) as exc:
+            raise CommandError(str(exc)) from None
+
+        from svc_console.runtime import unsettled_notice
+
+        for request in runtime.unsettled:
+            print(f"svc-console: {unsettled_notice(request)}", file=sys.stderr, flush=True)
+        market = runtime.market
+        where = f"the sandbox at {market.base_url}" if market.sandbox else market.base_url
+        print(f"svc-console: broker on {runtime.paths.socket}, speaking to {where}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        try:
+            await stop.wait()
+        finally:
+            await runtime.stop()
+
+    asyncio.run(serve())
+    return 0
+
+
+def run_sandbox(args: argparse.Namespace) -> int:
+    from svc_console.config import logs
+    from svc_console.config.paths import resolve_paths
+    from svc_console.sandbox.server import serve_forever
+
+    paths = resolve_paths()
+    logs.configure(paths.logs)
+    try:
+        serve_forever(args.host, args.port, paths.sandbox / "credentials.json")
+    except OSError as exc:
+        raise CommandError(f"cannot serve on {args.host}:{args.port}: {exc.strerror}") from None
+    return 0

@@ -1,0 +1,37 @@
+"""`svc-console`: the parser of every command group, and the one place errors become one line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from svc_console.cli import agent, approvals, audit, console, onboarding, policy, usage
+from svc_console.cli.errors import CommandError
+
+
+def parser() -> argparse.ArgumentParser:
+    from svc_console import __version__
+
+    top = argparse.ArgumentParser(
+        prog="svc-console",
+        description="Approve, deny and audit what AI agents spend on the Agent Data and API "
+        "Marketplace. With no command: the console (TUI).",
+    )
+    top.add_argument("--version", action="version", version=f"svc-console {__version__}")
+    commands = top.add_subparsers(title="commands", metavar="COMMAND")
+    console.add_commands(top, commands)
+    for group in (agent, approvals, onboarding, audit, policy, usage):
+        group.add_commands(commands)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except CommandError as exc:
+        print(f"svc-console: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130

@@ -13,8 +13,9 @@ from decimal import Decimal
 from helpers import eventually
 from test_broker import submit
 
-from svc_console import cli, logs
+from svc_console import cli
 from svc_console.broker.params import ApproveParams
+from svc_console.config import logs
 from svc_console.config.credentials import Credentials
 from svc_console.config.service import service_config
 from svc_console.core.states import State

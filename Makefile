@@ -38,6 +38,7 @@ load: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .

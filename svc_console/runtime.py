@@ -13,7 +13,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from svc_console.broker import Broker, BrokerConfig
 from svc_console.broker.socket_server import ApprovalSocket, load_operator_token
@@ -25,6 +25,13 @@ from svc_console.core.private_files import ensure_private_dir
 from svc_console.core.sanitize import inert_line
 from svc_console.ledger import Ledger
 from svc_console.market.gateway import Marketplace
+from svc_console.market.mcp import MCP_PATH
+
+if TYPE_CHECKING:
+    from svc_console.ledger.usage import SyncResult
+    from svc_console.market.account import AccountClient
+    from svc_console.market.mcp import McpClient
+    from svc_console.services.catalogue_sync import Progress, SyncReport
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +134,49 @@ class Runtime:
             sandbox=True,
             # Sandbox play pays from a throwaway key: any valid signer is a payer there.
             payer_key=self.payer_key or "0x" + secrets.token_hex(32),
+        )
+
+    def service_address(self) -> tuple[str, str]:
+        """The base URL and API key of the service this runtime speaks to: the configured one, or
+        the embedded sandbox when none is."""
+        if self.service is not None:
+            return self.service.base_url, self.service.api_key
+        if self.sandbox is None:
+            raise RuntimeError("the console is not started")
+        return self.sandbox.base_url, self.sandbox.state.api_key
+
+    def account_client(self) -> AccountClient:
+        """A client of the service's account routes (usage history, funding, wallets)."""
+        from svc_console.market.account import AccountClient
+
+        base_url, api_key = self.service_address()
+        return AccountClient(base_url, api_key=api_key)
+
+    def mcp_client(self) -> McpClient:
+        """A client of the service's MCP endpoint, with its API key."""
+        from svc_console.market.mcp import McpClient
+
+        base_url, api_key = self.service_address()
+        return McpClient(f"{base_url.rstrip('/')}{MCP_PATH}", credential=api_key, timeout_s=30.0)
+
+    async def sync_usage(self) -> SyncResult:
+        """Bring the ledger's usage history up to date from the service."""
+        from svc_console.services.usage_sync import sync_from
+
+        if self.ledger is None:
+            raise RuntimeError("the console is not started")
+        async with self.account_client() as account:
+            return await sync_from(account, self.ledger)
+
+    async def sync_catalogue(self, progress: Progress | None = None) -> SyncReport:
+        """Refill the ledger's catalogue cache from the service."""
+        from svc_console.services.catalogue_sync import sync_catalogue
+
+        if self.market is None or self.ledger is None:
+            raise RuntimeError("the console is not started")
+        clock = self.broker.clock if self.broker is not None else time.time
+        return await sync_catalogue(
+            self.market.rest, self.ledger.path, now=clock(), progress=progress
         )
 
     def _account_wallet_key(self) -> str | None:

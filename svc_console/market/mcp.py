@@ -28,6 +28,7 @@ from pydantic.alias_generators import to_camel
 import svc_console
 from svc_console.market import errors, http
 
+MCP_PATH = "/api/mcp"  # where the service serves its MCP endpoint (SPEC.md)
 PROTOCOL_VERSION = "2025-11-25"
 JSON_RPC = "2.0"
 

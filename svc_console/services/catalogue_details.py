@@ -21,10 +21,8 @@ from svc_console.market.mcp import McpClient
 
 if TYPE_CHECKING:
     from svc_console.market.rest import MarketClient
-    from svc_console.runtime import Runtime
 
 MAX_SKILL_CHARS = 64_000
-MCP_PATH = "/api/mcp"
 
 
 async def skill(rest: MarketClient, endpoint_id: str) -> str:
@@ -48,15 +46,3 @@ async def try_dataset(
         return TrialResult.model_validate(result.data())
     except ValidationError:
         raise errors.MalformedResponse("try_dataset answered an unexpected result") from None
-
-
-def mcp_for(runtime: Runtime) -> McpClient:
-    """A client of the MCP endpoint of the service the runtime speaks to (the embedded
-    sandbox's when no service is configured), with its API key."""
-    if runtime.service is not None:
-        base_url, api_key = runtime.service.base_url, runtime.service.api_key
-    elif runtime.sandbox is not None:
-        base_url, api_key = runtime.sandbox.base_url, runtime.sandbox.state.api_key
-    else:
-        raise RuntimeError("the console is not started")
-    return McpClient(f"{base_url.rstrip('/')}{MCP_PATH}", credential=api_key, timeout_s=30.0)

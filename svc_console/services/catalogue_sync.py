@@ -36,7 +36,6 @@ from svc_console.market import errors
 
 if TYPE_CHECKING:
     from svc_console.market.rest import MarketClient
-    from svc_console.runtime import Runtime
 
 SEARCH_LIMIT = 50  # the most `POST /api/search` answers
 DATASETS_LIMIT = 100  # the most `GET /api/datasets` answers
@@ -240,13 +239,3 @@ async def sync_catalogue(
     # Its own connection, in a thread: the broker's writes and the screen never wait on it.
     state = await asyncio.to_thread(write)
     return SyncReport(state, fetcher.requests, time.perf_counter() - started)
-
-
-async def sync_runtime(runtime: Runtime, progress: Progress | None = None) -> SyncReport:
-    """Sync the started runtime's ledger from the service it speaks to."""
-    if runtime.market is None or runtime.ledger is None:
-        raise RuntimeError("the console is not started")
-    clock = runtime.broker.clock if runtime.broker is not None else time.time
-    return await sync_catalogue(
-        runtime.market.rest, runtime.ledger.path, now=clock(), progress=progress
-    )

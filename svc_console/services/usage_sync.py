@@ -17,7 +17,6 @@ from svc_console.ledger.usage import SyncResult, sync_usage
 if TYPE_CHECKING:
     from svc_console.ledger import Ledger
     from svc_console.market.account import AccountClient
-    from svc_console.runtime import Runtime
 
 PAGE_SIZE = 200
 OVERLAP_S = DAY_S
@@ -43,23 +42,3 @@ async def sync_from(
             break
         cursor = page.next_cursor
     return total
-
-
-def account_for(runtime: Runtime) -> AccountClient:
-    """A client of the account routes of the service the runtime speaks to (the embedded
-    sandbox's when no service is configured)."""
-    from svc_console.market.account import AccountClient
-
-    if runtime.service is not None:
-        return AccountClient(runtime.service.base_url, api_key=runtime.service.api_key)
-    if runtime.sandbox is None:
-        raise RuntimeError("the console is not started")
-    return AccountClient(runtime.sandbox.base_url, api_key=runtime.sandbox.state.api_key)
-
-
-async def sync_runtime(runtime: Runtime) -> SyncResult:
-    """Sync the started runtime's ledger from its service."""
-    if runtime.ledger is None:
-        raise RuntimeError("the console is not started")
-    async with account_for(runtime) as account:
-        return await sync_from(account, runtime.ledger)

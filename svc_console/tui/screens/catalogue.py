@@ -48,8 +48,8 @@ from svc_console.ledger.catalogue_cache import Matches, SyncState
 from svc_console.market.errors import MarketError
 from svc_console.market.mcp import McpClient
 from svc_console.runtime import Runtime
-from svc_console.services.catalogue_details import mcp_for, skill, try_dataset
-from svc_console.services.catalogue_sync import SyncProgress, SyncReport, sync_runtime
+from svc_console.services.catalogue_details import skill, try_dataset
+from svc_console.services.catalogue_sync import SyncProgress, SyncReport
 from svc_console.tui import bindings, present
 from svc_console.tui.bindings import Command
 from svc_console.tui.colors import Palette, palette
@@ -689,7 +689,7 @@ class CatalogueScreen(Screen[None]):
 
     def _fetch_trial(self, dataset_id: str, fields: tuple[str, ...]) -> None:
         if self._mcp is None:
-            self._mcp = mcp_for(self.runtime)
+            self._mcp = self.runtime.mcp_client()
         mcp = self._mcp
 
         async def fetch() -> None:
@@ -741,7 +741,7 @@ class CatalogueScreen(Screen[None]):
 
         async def sync() -> None:
             try:
-                report = await sync_runtime(runtime, progress=progressed)
+                report = await runtime.sync_catalogue(progress=progressed)
             except Exception as exc:
                 if not isinstance(exc, MarketError):
                     log.exception("catalogue sync")

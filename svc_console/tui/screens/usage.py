@@ -450,10 +450,8 @@ class UsageScreen(Screen[None]):
         )
 
     def action_sync(self) -> None:
-        from svc_console.services.usage_sync import sync_runtime
-
         async def sync() -> None:
-            self.post_message(Synced(await sync_runtime(self.runtime)))
+            self.post_message(Synced(await self.runtime.sync_usage()))
 
         self.notify("Fetching the usage history…", markup=False)
         self.run_worker(

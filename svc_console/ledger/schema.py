@@ -9,6 +9,16 @@ SCHEMA_VERSION = 1
 
 
 def _v1(db: sqlite_utils.Database) -> None:
+    """The broker's record: requests, the decisions on them, the executions that paid, and the
+    hash-chained event log."""
+    _v1_requests(db)
+    _v1_decisions(db)
+    _v1_executions(db)
+    _v1_events(db)
+
+
+def _v1_requests(db: sqlite_utils.Database) -> None:
+    """What agents asked for, with what the broker learned about each request."""
     db["requests"].create(
         {
             "id": str,
@@ -43,6 +53,10 @@ def _v1(db: sqlite_utils.Database) -> None:
     db["requests"].create_index(["state", "expires_at"])
     db["requests"].create_index(["provider"])
     db["requests"].create_index(["created_at"])
+
+
+def _v1_decisions(db: sqlite_utils.Database) -> None:
+    """Each approval or denial of a request, by the operator or a policy."""
     db["decisions"].create(
         {
             "id": int,
@@ -58,6 +72,10 @@ def _v1(db: sqlite_utils.Database) -> None:
         not_null={"request_id", "approved", "by", "at"},
     )
     db["decisions"].create_index(["request_id"])
+
+
+def _v1_executions(db: sqlite_utils.Database) -> None:
+    """Each attempt to pay for an approved request, under its idempotency key."""
     db["executions"].create(
         {
             "id": int,
@@ -79,6 +97,10 @@ def _v1(db: sqlite_utils.Database) -> None:
     )
     db["executions"].create_index(["idempotency_key"], unique=True)
     db["executions"].create_index(["request_id"])
+
+
+def _v1_events(db: sqlite_utils.Database) -> None:
+    """The event log, each row hash-chained to the one before it (`ledger/audit.py`)."""
     db["events"].create(
         {
             "seq": int,

@@ -222,8 +222,9 @@ def _v3(db: sqlite_utils.Database) -> None:
 
 def _v4(db: sqlite_utils.Database) -> None:
     """The catalogue cache: market endpoints and dataset listings with their search indexes. The
-    tables are defined in ledger/catalogue_cache.py, beside the queries each index serves."""
-    from svc_console.ledger.catalogue_cache import create_tables
+    tables are defined in ledger/catalogue_schema.py; each index serves a query of
+    ledger/catalogue_search.py."""
+    from svc_console.ledger.catalogue_schema import create_tables
 
     create_tables(db.conn)
 

@@ -173,10 +173,10 @@ def _v2(db: sqlite_utils.Database) -> None:
 
 
 def _v3(db: sqlite_utils.Database) -> None:
-    """The synced usage history (ledger/usage.py).
+    """The synced usage history (ledger/usage_write.py writes it, ledger/usage_query.py reads it).
 
     Written with IF NOT EXISTS so the step is safe to meet twice while the migrations of parallel
-    work are put in order. Every index serves a query of ledger/usage.py (checked with EXPLAIN
+    work are put in order. Every index serves a query of ledger/usage_query.py (checked with EXPLAIN
     QUERY PLAN in tests/test_usage_ledger.py). `usage_at` (at, then the rowid) gives the
     newest-first window in order, so even a deep OFFSET skips index entries, not rows; each filter
     column leads an index followed by `at`; `amount` rides along in `usage_time` and the agent and

@@ -218,7 +218,8 @@ def _import_the_console() -> None:
         "svc_console.cli",
         "svc_console.config.credentials",
         "svc_console.ledger.audit",
-        "svc_console.ledger.catalogue_cache",
+        "svc_console.ledger.catalogue_search",
+        "svc_console.ledger.catalogue_store",
         "svc_console.config.logs",
         "svc_console.runtime",
     ):

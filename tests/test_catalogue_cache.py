@@ -27,7 +27,7 @@ from svc_console.core.catalogue_filters import (
     parse_fields,
     parse_price,
 )
-from svc_console.ledger import Ledger, catalogue_cache
+from svc_console.ledger import Ledger, catalogue_schema, catalogue_search, catalogue_store
 from svc_console.ledger.schema import MIGRATIONS
 from svc_console.market import errors
 from svc_console.market.mcp import McpClient
@@ -68,7 +68,7 @@ def synced(
 
 @pytest.fixture
 def reader(synced: tuple[Path, SyncReport, list[SyncProgress]]) -> Iterator[sqlite3.Connection]:
-    conn = catalogue_cache.open_reader(synced[0])
+    conn = catalogue_search.open_reader(synced[0])
     yield conn
     conn.close()
 
@@ -100,7 +100,7 @@ async def test_sync_caches_every_endpoint_and_dataset_the_service_lists(
     endpoints_total = (await rest.search_page(limit=1)).total
     datasets_total = (await rest.datasets(limit=1)).total
     assert endpoints_total > 2_400 and datasets_total > 350  # the sandbox's full catalogue
-    state = catalogue_cache.sync_state(reader)
+    state = catalogue_store.sync_state(reader)
     assert state == report.state
     assert (state.endpoints, state.endpoints_reported) == (endpoints_total, endpoints_total)
     assert (state.datasets, state.datasets_reported) == (datasets_total, datasets_total)
@@ -124,14 +124,14 @@ def test_cached_records_are_the_service_records(reader: sqlite3.Connection):
     from svc_console.sandbox.catalog import catalog
 
     for endpoint_id in ("ep_websearch_basic", "ep_scrape_page", "ep_fx_rates"):
-        assert catalogue_cache.endpoint_record(reader, endpoint_id) == catalog().get(endpoint_id)
-    assert catalogue_cache.endpoint_record(reader, "ep_nope") is None
-    listing = catalogue_cache.dataset_listing(
-        reader, catalogue_cache.search_datasets(reader, DatasetFilter(), limit=1).rows[0].id
+        assert catalogue_search.endpoint_record(reader, endpoint_id) == catalog().get(endpoint_id)
+    assert catalogue_search.endpoint_record(reader, "ep_nope") is None
+    listing = catalogue_search.dataset_listing(
+        reader, catalogue_search.search_datasets(reader, DatasetFilter(), limit=1).rows[0].id
     )
     assert listing is not None and listing.columns
-    assert catalogue_cache.dataset_listing(reader, "ds_nope") is None
-    categories = catalogue_cache.categories(reader)
+    assert catalogue_search.dataset_listing(reader, "ds_nope") is None
+    categories = catalogue_search.categories(reader)
     assert categories == sorted(set(categories)) and len(categories) > 5
 
 
@@ -152,17 +152,17 @@ async def test_a_failed_sync_keeps_the_previous_cache(
     finally:
         await unreachable.aclose()
     assert _state(ledger_copy) == before
-    conn = catalogue_cache.open_reader(ledger_copy)
+    conn = catalogue_search.open_reader(ledger_copy)
     try:
-        assert catalogue_cache.search_endpoints(conn, MarketFilter(query="scraper")).total > 0
+        assert catalogue_search.search_endpoints(conn, MarketFilter(query="scraper")).total > 0
     finally:
         conn.close()
 
 
-def _state(path: Path) -> catalogue_cache.SyncState:
-    conn = catalogue_cache.open_reader(path)
+def _state(path: Path) -> catalogue_store.SyncState:
+    conn = catalogue_search.open_reader(path)
     try:
-        return catalogue_cache.sync_state(conn)
+        return catalogue_store.sync_state(conn)
     finally:
         conn.close()
 
@@ -171,19 +171,19 @@ def test_store_replaces_the_whole_catalogue_and_its_index(ledger_copy: Path):
     from svc_console.sandbox.catalog import catalog
 
     kept = [catalog().get("ep_websearch_basic"), catalog().get("ep_fx_rates")]
-    conn = catalogue_cache.open_writer(ledger_copy)
+    conn = catalogue_store.open_writer(ledger_copy)
     try:
-        state = catalogue_cache.store(
+        state = catalogue_store.store(
             conn, [*kept, kept[0]], [], synced_at=SYNCED_AT + 1, endpoints_reported=5
         )
         assert (state.endpoints, state.endpoints_reported, state.complete) == (2, 5, False)
-        assert catalogue_cache.search_endpoints(conn, MarketFilter()).total == 2
+        assert catalogue_search.search_endpoints(conn, MarketFilter()).total == 2
         # The trigram index was rebuilt: a word only the removed records had finds nothing.
-        assert catalogue_cache.search_endpoints(conn, MarketFilter(query="scraper")).total == 0
-        found = catalogue_cache.search_endpoints(conn, MarketFilter(query="rates"))
+        assert catalogue_search.search_endpoints(conn, MarketFilter(query="scraper")).total == 0
+        found = catalogue_search.search_endpoints(conn, MarketFilter(query="rates"))
         assert [row.id for row in found.rows] == ["ep_fx_rates"]
-        assert catalogue_cache.search_datasets(conn, DatasetFilter()).total == 0
-        assert catalogue_cache.sync_state(conn).synced_at == SYNCED_AT + 1
+        assert catalogue_search.search_datasets(conn, DatasetFilter()).total == 0
+        assert catalogue_store.sync_state(conn).synced_at == SYNCED_AT + 1
     finally:
         conn.close()
 
@@ -193,16 +193,16 @@ def test_the_cache_tables_come_with_the_ledger(tmp_path: Path):
     try:
         version = ledger.db.execute("PRAGMA user_version").fetchone()[0]
         assert version == len(MIGRATIONS)
-        assert catalogue_cache.is_ready(ledger.db.conn)
-        catalogue_cache.create_tables(ledger.db.conn)  # safe to meet twice
-        assert catalogue_cache.sync_state(ledger.db.conn).empty
-        assert catalogue_cache.search_endpoints(ledger.db.conn, MarketFilter()).total == 0
+        assert catalogue_schema.is_ready(ledger.db.conn)
+        catalogue_schema.create_tables(ledger.db.conn)  # safe to meet twice
+        assert catalogue_store.sync_state(ledger.db.conn).empty
+        assert catalogue_search.search_endpoints(ledger.db.conn, MarketFilter()).total == 0
     finally:
         ledger.close()
     bare = sqlite3.connect(tmp_path / "older.db")
     try:
-        assert not catalogue_cache.is_ready(bare)
-        assert catalogue_cache.sync_state(bare).empty
+        assert not catalogue_schema.is_ready(bare)
+        assert catalogue_store.sync_state(bare).empty
     finally:
         bare.close()
 
@@ -234,7 +234,7 @@ async def test_market_search_answers_as_the_service(
     question: dict[str, Any], reader: sqlite3.Connection, rest: MarketClient
 ):
     service = await rest.search_page(limit=50, **question)
-    cached = catalogue_cache.search_endpoints(reader, MarketFilter(**question), limit=50)
+    cached = catalogue_search.search_endpoints(reader, MarketFilter(**question), limit=50)
     assert cached.total == service.total
     assert [row.id for row in cached.rows] == [record.id for record in service.results]
 
@@ -263,7 +263,7 @@ async def test_dataset_search_answers_as_the_service(
     if "required_fields" in asked:
         asked["required_fields"] = list(asked["required_fields"])
     service = await rest.datasets(search=search, limit=100, **asked)
-    cached = catalogue_cache.search_datasets(reader, DatasetFilter(**question), limit=100)
+    cached = catalogue_search.search_datasets(reader, DatasetFilter(**question), limit=100)
     assert cached.total == service.total
     assert [row.id for row in cached.rows] == [listing.id for listing in service.datasets]
 
@@ -302,7 +302,7 @@ def test_any_market_question_answers_as_the_service_does(
     }
     query = " ".join(words)
     expected, total = search_market(catalog(), MarketQuery(query=query, limit=50, **question))
-    cached = catalogue_cache.search_endpoints(
+    cached = catalogue_search.search_endpoints(
         reader, MarketFilter(query=query, **question), limit=50
     )
     assert cached.total == total
@@ -313,33 +313,33 @@ def test_a_dynamic_price_counts_at_its_maximum(reader: sqlite3.Connection):
     # ep_scrape_page costs 0.02 to 0.10: a 0.05 ceiling must not promise it.
     def ids(price: str) -> set[str]:
         f = MarketFilter(query="page scraper", max_price_usdc=Decimal(price))
-        return {row.id for row in catalogue_cache.search_endpoints(reader, f, limit=50).rows}
+        return {row.id for row in catalogue_search.search_endpoints(reader, f, limit=50).rows}
 
     assert "ep_scrape_page" not in ids("0.05")
     assert "ep_scrape_page" not in ids("0.099999")
     assert "ep_scrape_page" in ids("0.10")
     row = next(
         r
-        for r in catalogue_cache.search_endpoints(
+        for r in catalogue_search.search_endpoints(
             reader, MarketFilter(query="page scraper"), limit=50
         ).rows
         if r.id == "ep_scrape_page"
     )
-    assert catalogue_cache.price_text(row.price_floor, row.price_ceiling, row.dynamic) == (
+    assert catalogue_search.price_text(row.price_floor, row.price_ceiling, row.dynamic) == (
         "0.02\N{EN DASH}0.10"
     )
 
 
 def test_windows_page_through_the_matches_with_a_steady_total(reader: sqlite3.Connection):
     f = MarketFilter(query="search")
-    whole = catalogue_cache.search_endpoints(reader, f, limit=1_000)
+    whole = catalogue_search.search_endpoints(reader, f, limit=1_000)
     assert 50 < whole.total == len(whole.rows)
-    pages = [catalogue_cache.search_endpoints(reader, f, limit=50, offset=o) for o in (0, 50, 100)]
+    pages = [catalogue_search.search_endpoints(reader, f, limit=50, offset=o) for o in (0, 50, 100)]
     assert all(page.total == whole.total for page in pages)
     assert [row.id for page in pages for row in page.rows] == [r.id for r in whole.rows[:150]]
-    beyond = catalogue_cache.search_endpoints(reader, f, limit=50, offset=whole.total + 10)
+    beyond = catalogue_search.search_endpoints(reader, f, limit=50, offset=whole.total + 10)
     assert beyond.rows == [] and beyond.total == whole.total
-    last = catalogue_cache.search_endpoints(reader, f, limit=50, offset=whole.total - 3)
+    last = catalogue_search.search_endpoints(reader, f, limit=50, offset=whole.total - 3)
     assert len(last.rows) == 3 and last.total == whole.total
 
 
@@ -407,8 +407,8 @@ async def test_skill_md_and_trial_come_from_the_service(
     assert text.startswith("# SANDBOX LISTING: Web Search") and len(text) < MAX_SKILL_CHARS
     with pytest.raises(errors.EndpointNotFound):
         await skill(rest, "ep_does_not_exist")
-    dataset = catalogue_cache.search_datasets(reader, DatasetFilter(), limit=1).rows[0]
-    listing = catalogue_cache.dataset_listing(reader, dataset.id)
+    dataset = catalogue_search.search_datasets(reader, DatasetFilter(), limit=1).rows[0]
+    listing = catalogue_search.dataset_listing(reader, dataset.id)
     assert listing is not None
     have = listing.columns[0]
     async with McpClient(f"{server.base_url}/api/mcp", credential=server.state.api_key) as mcp:
@@ -424,7 +424,8 @@ async def test_skill_md_and_trial_come_from_the_service(
 
 def test_the_cache_and_the_sync_do_not_import_textual():
     code = (
-        "import sys, svc_console.ledger.catalogue_cache, svc_console.services.catalogue_sync,"
+        "import sys, svc_console.ledger.catalogue_search, svc_console.ledger.catalogue_store,"
+        " svc_console.services.catalogue_sync,"
         " svc_console.services.catalogue_details, svc_console.core.catalogue_filters;"
         " print('textual' in sys.modules)"
     )

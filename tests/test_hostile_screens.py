@@ -37,7 +37,7 @@ from svc_console.core.sanitize import inert_line
 from svc_console.core.states import State
 from svc_console.core.usage import UsageCharge, UsageFilter, iso_instant
 from svc_console.ledger import Ledger
-from svc_console.ledger import usage as ledger_usage
+from svc_console.ledger.usage_write import sync_usage
 from svc_console.runtime import Runtime
 from svc_console.sandbox.app import create_app
 from svc_console.sandbox.catalog import WEBSEARCH_ID, Catalog, catalog
@@ -660,7 +660,7 @@ async def test_every_hostile_usage_text_is_inert_on_the_usage_screen(
     ensure_private_dir(paths.home)
     ledger = Ledger(paths.ledger(sandbox=True))
     try:
-        ledger_usage.sync_usage(ledger, hostile_charges(clock.now), now=clock.now)
+        sync_usage(ledger, hostile_charges(clock.now), now=clock.now)
     finally:
         ledger.close()
     app = console(paths, hostile_market, clock)

@@ -13,10 +13,19 @@ import jsonschema
 import pytest
 
 from svc_console.cli import main
-from svc_console.config.paths import resolve_paths
-from svc_console.core.models import Decision, Estimate, Outcome, Receipt, SpendRequest, Verdict
+from svc_console.config.credentials import Credentials, WalletConnection
+from svc_console.config.paths import Paths, resolve_paths
+from svc_console.core.models import (
+    Decision,
+    EndpointRecord,
+    Estimate,
+    Outcome,
+    Receipt,
+    SpendRequest,
+    Verdict,
+)
 from svc_console.core.states import State
-from svc_console.ledger import Ledger
+from svc_console.ledger import Ledger, catalogue_store
 from svc_console.sandbox.catalog import catalog
 
 CLI = [sys.executable, "-m", "svc_console"]
@@ -121,6 +130,74 @@ def test_explain_takes_a_spend_get_answer_and_refuses_unknown_keys(home, capsys,
     assert "unknown keys: agnet" in capsys.readouterr().err
     assert main(["policy", "explain", policy, "--request", "{not json"]) == 2
     assert "not valid JSON" in capsys.readouterr().err
+
+
+SERVICE = "https://svc.example"
+SYNCED_AT = 1_794_996_000.0  # 2026-11-18 10:00 UTC
+
+
+def _configure_service(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A real service configured (base URL, API key, wallet connection), its ledger holding a
+    catalogue cache of one endpoint: the sandbox's web search, at 0.04 USDC rather than 0.01."""
+    wallet = paths.home / "wallet.json"
+    Credentials(paths, backend=None, connection_file=wallet).save_connection(
+        WalletConnection(username="ops", api_base="https://wallet.example", api_token="tok_test")
+    )
+    monkeypatch.setenv("SVC_BASE_URL", SERVICE)
+    monkeypatch.setenv("SVC_API_KEY", "sk_test_key")
+    monkeypatch.setenv("SVC_WALLET_CONFIG", str(wallet))
+    search = catalog().get("ep_websearch_basic").model_dump(mode="json")
+    search["pricing"]["amountUsdc"] = "0.04"
+    ledger = paths.ledger(sandbox=False)
+    Ledger(ledger).close()
+    writer = catalogue_store.open_writer(ledger)
+    try:
+        catalogue_store.store(
+            writer, [EndpointRecord.model_validate(search)], [], synced_at=SYNCED_AT
+        )
+    finally:
+        writer.close()
+    return ledger
+
+
+def test_explain_against_a_service_reads_the_endpoint_from_the_catalogue_cache(
+    paths, monkeypatch, capsys
+):
+    _configure_service(paths, monkeypatch)
+    request = json.dumps(
+        {"agent": "research-bot", "endpoint_id": "ep_websearch_basic", "inputs": {"query": "x"}}
+    )
+    policy = str(EXAMPLES / "research-team.md")
+    assert main(["policy", "explain", policy, "--request", request]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("verdict: auto_approve\n")
+    # The cached record's price, not the sandbox catalogue's 0.01.
+    assert "daily allowance: research-bot: 0.00 → 0.04 USDC (stop 5.00, warn 4.00)" in out
+    assert "(endpoint facts from the catalogue cache, synced 2026-11-18 10:00 UTC)" in out
+
+
+def test_explain_against_a_service_refuses_an_endpoint_the_cache_lacks(paths, monkeypatch, capsys):
+    ledger = _configure_service(paths, monkeypatch)
+    before = _stored(ledger)
+    # In the sandbox's catalogue, but not in the service's: the sandbox is not asked.
+    request = json.dumps({"agent": "research-bot", "endpoint_id": "ep_scrape_page"})
+    policy = str(EXAMPLES / "research-team.md")
+    assert main(["policy", "explain", policy, "--request", request]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert (
+        f"no endpoint ep_scrape_page in the catalogue cache of {SERVICE}: sync the catalogue"
+        in captured.err
+    )
+    assert 'give its record as "endpoint"' in captured.err
+    assert _stored(ledger) == before
+
+
+def _stored(ledger: Path) -> tuple[bytes, bytes]:
+    """What the ledger file and its write-ahead log hold (a read-only reader leaves an empty log
+    behind, which holds nothing)."""
+    wal = ledger.with_name(ledger.name + "-wal")
+    return ledger.read_bytes(), wal.read_bytes() if wal.exists() else b""
 
 
 def test_schema_is_a_json_schema_of_a_policy_block(home, capsys):

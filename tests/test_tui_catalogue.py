@@ -30,7 +30,7 @@ from svc_console.core.catalogue_filters import DatasetFilter, MarketFilter
 from svc_console.core.datasets import DatasetListing
 from svc_console.core.models import EndpointRecord
 from svc_console.core.sanitize import inert_markdown
-from svc_console.ledger import Ledger, catalogue_cache
+from svc_console.ledger import Ledger, catalogue_search, catalogue_store
 from svc_console.runtime import Runtime
 from svc_console.sandbox.catalog import Catalog, catalog
 from svc_console.sandbox.datasets import dataset_catalog
@@ -67,9 +67,9 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A sandbox ledger whose catalogue cache holds the sandbox's whole catalogue."""
     path = tmp_path_factory.mktemp("catalogue") / "ledger-sandbox.db"
     Ledger(path).close()
-    conn = catalogue_cache.open_writer(path)
+    conn = catalogue_store.open_writer(path)
     try:
-        catalogue_cache.store(conn, list(catalog().endpoints), listings(), synced_at=SYNCED_AT)
+        catalogue_store.store(conn, list(catalog().endpoints), listings(), synced_at=SYNCED_AT)
     finally:
         conn.close()
     return path
@@ -117,11 +117,11 @@ def shown_ids(scr: CatalogueScreen, kind: str) -> list[str]:
 
 
 def cache_search(path: Path, f: MarketFilter | DatasetFilter, **window: int) -> Any:
-    conn = catalogue_cache.open_reader(path)
+    conn = catalogue_search.open_reader(path)
     try:
         if isinstance(f, MarketFilter):
-            return catalogue_cache.search_endpoints(conn, f, limit=PAGE_SIZE, **window)
-        return catalogue_cache.search_datasets(conn, f, limit=PAGE_SIZE, **window)
+            return catalogue_search.search_endpoints(conn, f, limit=PAGE_SIZE, **window)
+        return catalogue_search.search_datasets(conn, f, limit=PAGE_SIZE, **window)
     finally:
         conn.close()
 
@@ -522,9 +522,9 @@ async def test_visiting_with_an_empty_cache_syncs_over_http(
         assert sum("APIs and" in note for note in notes) == 1
         await until(pilot, lambda: f"{len(catalog().endpoints):,} APIs" in screen_text(app))
         # What the screen shows is what the ledger file now holds.
-        conn = catalogue_cache.open_reader(paths.ledger(sandbox=True))
+        conn = catalogue_search.open_reader(paths.ledger(sandbox=True))
         try:
-            assert catalogue_cache.sync_state(conn) == scr.state
+            assert catalogue_store.sync_state(conn) == scr.state
         finally:
             conn.close()
 
@@ -619,9 +619,9 @@ async def test_hostile_record_and_skill_md_are_shown_inert(
     shutil.copy(template, path)
     hostile = hostile_listing().get("ep_hostile")
     assert isinstance(hostile, EndpointRecord)
-    conn = catalogue_cache.open_writer(path)
+    conn = catalogue_store.open_writer(path)
     try:
-        catalogue_cache.store(
+        catalogue_store.store(
             conn, [hostile, *catalog().endpoints], listings(), synced_at=SYNCED_AT
         )
     finally:

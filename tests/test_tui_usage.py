@@ -27,8 +27,9 @@ from svc_console.config.paths import Paths
 from svc_console.core.money import from_atomic
 from svc_console.core.usage import DAY_S, UsageCharge, UsageFilter, iso_instant
 from svc_console.ledger import Ledger
-from svc_console.ledger import usage as ledger_usage
+from svc_console.ledger import usage_query as ledger_usage
 from svc_console.ledger.usage_seed import DEFAULT_END, seed_usage
+from svc_console.ledger.usage_write import sync_usage
 from svc_console.runtime import Runtime
 from svc_console.services.usage_export import FIELDS
 from svc_console.tui import navigation
@@ -80,7 +81,7 @@ def sync(paths: Paths, charges: list[UsageCharge]) -> None:
     """Charges stored as a sync stores them, before the console starts."""
     ledger = Ledger(paths.ledger(sandbox=True))
     try:
-        ledger_usage.sync_usage(ledger, charges, now=NOON)
+        sync_usage(ledger, charges, now=NOON)
     finally:
         ledger.close()
 
@@ -406,7 +407,7 @@ async def test_sync_fetches_the_services_charges_and_reconciles_them(
         assert screen.table.total == 1
 
         # A charge written behind the screen's back appears on `r`.
-        ledger_usage.sync_usage(app.runtime.ledger, [charge("ch_other", "0.5")])
+        sync_usage(app.runtime.ledger, [charge("ch_other", "0.5")])
         await pilot.press("r")
         await until(pilot, lambda: settled(app) and screen.table.total == 2)
         assert screen.summary.totals.flagged_count == 1

@@ -22,8 +22,9 @@ from svc_console.config.paths import Paths
 from svc_console.core.money import from_atomic
 from svc_console.core.usage import DAY_S, UsageCharge, UsageFilter, iso_instant
 from svc_console.ledger import Ledger
-from svc_console.ledger import usage as ledger_usage
+from svc_console.ledger import usage_query as ledger_usage
 from svc_console.ledger.usage_seed import seed_usage
+from svc_console.ledger.usage_write import sync_usage
 from svc_console.services.usage_export import FIELDS, csv_cell, export, parse_since, parse_until
 
 CLI = [sys.executable, "-m", "svc_console"]
@@ -148,7 +149,7 @@ def test_relative_since(paths: Paths, capsys: pytest.CaptureFixture[str]):
             )
             for days in (40, 10, 1)
         ]
-        ledger_usage.sync_usage(ledger, charges)
+        sync_usage(ledger, charges)
     finally:
         ledger.close()
     assert [r["id"] for r in export_csv(capsys, "--since", "30d")] == ["ch_10d", "ch_1d"]
@@ -219,7 +220,7 @@ def test_hostile_text_is_safe_in_csv_and_exact_in_json(paths: Paths, capsys):
                 **hostile,
             }
         )
-        ledger_usage.sync_usage(ledger, [charge])
+        sync_usage(ledger, [charge])
     finally:
         ledger.close()
     (row,) = export_csv(capsys)

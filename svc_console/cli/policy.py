@@ -3,7 +3,8 @@
 - `check FILE...`: exit 0 and a summary of what the policy does, or every error as
   `file:line:col: message` and exit 1.
 - `explain FILE --request JSON`: the verdict on one request and the rules that decided it, with
-  the budgets as the ledger's running totals stand now.
+  the budgets as the ledger's running totals stand now. An endpoint named only by id is read from
+  the ledger's catalogue cache (the sandbox's catalogue when no service is configured).
 - `simulate FILE [--since 30d]`: the ledger's past requests replayed against the draft.
 - `schema`: the JSON Schema of policy blocks, for editors.
 
@@ -153,7 +154,7 @@ def request_facts(data: Any) -> tuple[Any, str | None]:
     try:
         endpoint_data = data.get("endpoint")
         if endpoint_data is None and data.get("endpoint_id"):
-            endpoint_data, note = _sandbox_endpoint(str(data["endpoint_id"]))
+            endpoint_data, note = _known_endpoint(str(data["endpoint_id"]))
         endpoint = EndpointRecord.model_validate(endpoint_data) if endpoint_data else None
         estimate_data = data.get("estimate") or (_estimate_of(endpoint) if endpoint else None)
         estimate = Estimate.model_validate(estimate_data) if estimate_data else None
@@ -177,7 +178,23 @@ def request_facts(data: Any) -> tuple[Any, str | None]:
     return facts_of(request, endpoint, estimate, data.get("dataset")), note
 
 
-def _sandbox_endpoint(endpoint_id: str) -> tuple[dict, str]:
+def _known_endpoint(endpoint_id: str) -> tuple[dict, str]:
+    """The record of an endpoint the request names only by id, from the catalogue the console
+    has cached in its ledger; when no service is configured and the cache does not hold it, from
+    the sandbox's catalogue."""
+    from svc_console.config.paths import resolve_paths
+
+    path, service = _console_ledger(resolve_paths())
+    cached = _cached_endpoint(path, endpoint_id)
+    if cached is not None:
+        record, synced = cached
+        return record.model_dump(mode="json"), f"endpoint facts from the catalogue cache, {synced}"
+    if service is not None:
+        raise _error(
+            f"no endpoint {endpoint_id} in the catalogue cache of {service.base_url}: sync the"
+            ' catalogue (the console\'s catalogue screen) or give its record as "endpoint"',
+            2,
+        )
     from svc_console.sandbox.catalog import catalog
 
     record = catalog().get(endpoint_id)
@@ -186,6 +203,32 @@ def _sandbox_endpoint(endpoint_id: str) -> tuple[dict, str]:
             f'no endpoint {endpoint_id} in the sandbox catalogue: give its record as "endpoint"', 2
         )
     return record.model_dump(mode="json"), "endpoint facts from the sandbox catalogue"
+
+
+def _cached_endpoint(path: Path, endpoint_id: str) -> tuple[Any, str] | None:
+    """The endpoint's record in the ledger's catalogue cache and when the cache was synced
+    ("synced 2026-11-18 10:00 UTC"), or None. The ledger file is only read."""
+    import datetime as dt
+    import sqlite3
+
+    from svc_console.ledger import catalogue_schema, catalogue_search, catalogue_store
+
+    if not path.exists():
+        return None
+    conn = catalogue_search.open_reader(path)
+    try:
+        if not catalogue_schema.is_ready(conn):
+            return None
+        record = catalogue_search.endpoint_record(conn, endpoint_id)
+        synced_at = catalogue_store.sync_state(conn).synced_at
+    except sqlite3.DatabaseError as exc:
+        raise _error(f"cannot read the catalogue cache in {path}: {exc}") from None
+    finally:
+        conn.close()
+    if record is None:
+        return None
+    when = dt.datetime.fromtimestamp(synced_at or 0, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return record, f"synced {when}"
 
 
 def _estimate_of(endpoint: Any) -> dict[str, Any]:
@@ -228,17 +271,24 @@ def _when(text: str | None) -> float:
     return moment.timestamp()
 
 
-def _ledger(paths: Any) -> Any:
-    """The ledger the console uses (its file, if there is one), opened beside a running broker."""
+def _console_ledger(paths: Any) -> tuple[Path, Any]:
+    """The ledger file the console uses and the service it speaks to (None: the sandbox), decided
+    as the console decides."""
     from svc_console.config.errors import SettingsError
     from svc_console.config.service import service_config
-    from svc_console.ledger import Ledger
 
     try:
-        sandbox = service_config(paths) is None
+        service = service_config(paths)
     except SettingsError as exc:
         raise _error(str(exc)) from None
-    path = paths.ledger(sandbox=sandbox)
+    return paths.ledger(sandbox=service is None), service
+
+
+def _ledger(paths: Any) -> Any:
+    """The ledger the console uses (its file, if there is one), opened beside a running broker."""
+    from svc_console.ledger import Ledger
+
+    path, _ = _console_ledger(paths)
     if not path.exists():
         return None, path
     return Ledger(path, exclusive=False), path

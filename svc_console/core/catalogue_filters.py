@@ -2,7 +2,7 @@
 
 `MarketFilter` holds the arguments of `list_market_apis` / `POST /api/search` and `DatasetFilter`
 those of `list_datasets` / `search_datasets` / `GET /api/datasets` (the page size aside). The local
-catalogue cache (`ledger/catalogue_cache.py`) answers them with the service's own semantics, so a
+catalogue cache (`ledger/catalogue_search.py`) answers them with the service's own semantics, so a
 search in the console finds what an agent's search would:
 
 - `query`: every whitespace-separated word must occur, case-insensitively, as a substring of the

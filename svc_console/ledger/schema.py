@@ -9,6 +9,16 @@ SCHEMA_VERSION = 1
 
 
 def _v1(db: sqlite_utils.Database) -> None:
+    """The broker's record: requests, the decisions on them, the executions that paid, and the
+    hash-chained event log."""
+    _v1_requests(db)
+    _v1_decisions(db)
+    _v1_executions(db)
+    _v1_events(db)
+
+
+def _v1_requests(db: sqlite_utils.Database) -> None:
+    """What agents asked for, with what the broker learned about each request."""
     db["requests"].create(
         {
             "id": str,
@@ -43,6 +53,10 @@ def _v1(db: sqlite_utils.Database) -> None:
     db["requests"].create_index(["state", "expires_at"])
     db["requests"].create_index(["provider"])
     db["requests"].create_index(["created_at"])
+
+
+def _v1_decisions(db: sqlite_utils.Database) -> None:
+    """Each approval or denial of a request, by the operator or a policy."""
     db["decisions"].create(
         {
             "id": int,
@@ -58,6 +72,10 @@ def _v1(db: sqlite_utils.Database) -> None:
         not_null={"request_id", "approved", "by", "at"},
     )
     db["decisions"].create_index(["request_id"])
+
+
+def _v1_executions(db: sqlite_utils.Database) -> None:
+    """Each attempt to pay for an approved request, under its idempotency key."""
     db["executions"].create(
         {
             "id": int,
@@ -79,6 +97,10 @@ def _v1(db: sqlite_utils.Database) -> None:
     )
     db["executions"].create_index(["idempotency_key"], unique=True)
     db["executions"].create_index(["request_id"])
+
+
+def _v1_events(db: sqlite_utils.Database) -> None:
+    """The event log, each row hash-chained to the one before it (`ledger/audit.py`)."""
     db["events"].create(
         {
             "seq": int,
@@ -151,10 +173,10 @@ def _v2(db: sqlite_utils.Database) -> None:
 
 
 def _v3(db: sqlite_utils.Database) -> None:
-    """The synced usage history (ledger/usage.py).
+    """The synced usage history (ledger/usage_write.py writes it, ledger/usage_query.py reads it).
 
     Written with IF NOT EXISTS so the step is safe to meet twice while the migrations of parallel
-    work are put in order. Every index serves a query of ledger/usage.py (checked with EXPLAIN
+    work are put in order. Every index serves a query of ledger/usage_query.py (checked with EXPLAIN
     QUERY PLAN in tests/test_usage_ledger.py). `usage_at` (at, then the rowid) gives the
     newest-first window in order, so even a deep OFFSET skips index entries, not rows; each filter
     column leads an index followed by `at`; `amount` rides along in `usage_time` and the agent and
@@ -200,8 +222,9 @@ def _v3(db: sqlite_utils.Database) -> None:
 
 def _v4(db: sqlite_utils.Database) -> None:
     """The catalogue cache: market endpoints and dataset listings with their search indexes. The
-    tables are defined in ledger/catalogue_cache.py, beside the queries each index serves."""
-    from svc_console.ledger.catalogue_cache import create_tables
+    tables are defined in ledger/catalogue_schema.py; each index serves a query of
+    ledger/catalogue_search.py."""
+    from svc_console.ledger.catalogue_schema import create_tables
 
     create_tables(db.conn)
 

@@ -1,6 +1,6 @@
 """Fill the ledger's catalogue cache from the service: every market endpoint and every dataset
 listing, fetched through the discovery routes an agent would use, then stored in one transaction
-(`ledger/catalogue_cache.py`).
+(`ledger/catalogue_store.py`).
 
 The service has no "list everything" route for either: `POST /api/search` answers at most 50
 endpoints, `GET /api/datasets` at most 100 listings, neither with an offset. The browse route
@@ -30,8 +30,8 @@ from svc_console.core.catalogue import ProviderSummary
 from svc_console.core.datasets import FORMATS, MODALITIES, SORT_ORDERS, TIERS, DatasetListing
 from svc_console.core.models import EndpointRecord
 from svc_console.core.taxonomy import CHAINS, DOMAIN_TYPES, PRODUCT_CLASSES
-from svc_console.ledger import catalogue_cache
-from svc_console.ledger.catalogue_cache import SyncState
+from svc_console.ledger import catalogue_store
+from svc_console.ledger.catalogue_store import SyncState
 from svc_console.market import errors
 
 if TYPE_CHECKING:
@@ -223,9 +223,9 @@ async def sync_catalogue(
     fetcher.report("storing", len(endpoints) + len(datasets), endpoints_total + datasets_total)
 
     def write() -> SyncState:
-        conn = catalogue_cache.open_writer(ledger_path)
+        conn = catalogue_store.open_writer(ledger_path)
         try:
-            return catalogue_cache.store(
+            return catalogue_store.store(
                 conn,
                 endpoints,
                 datasets,

@@ -1,8 +1,8 @@
 """Export the usage history, as finance asks for it: CSV or JSON, under the same filters as the
 usage screen, from `svc-console usage export` or from the screen itself.
 
-Rows are streamed from the ledger a batch at a time (`ledger.usage.stream`), never the whole table
-in memory. A file is written owner-only under a temporary name and renamed when complete, so a
+Rows are streamed from the ledger a batch at a time (`ledger.usage_query.stream`), never the whole
+table in memory. A file is written owner-only under a temporary name and renamed when complete, so a
 reader never sees half an export and an interrupted one leaves nothing behind.
 
 JSON is exact: every value as stored, amounts as decimal strings, non-ASCII escaped (so nothing in
@@ -27,8 +27,8 @@ from typing import TextIO
 from svc_console.core.money import format_usdc, from_atomic
 from svc_console.core.sanitize import inert_line
 from svc_console.core.usage import DAY_S, FLAG_TEXT, UsageFilter, iso_instant, parse_instant
-from svc_console.ledger import usage as ledger_usage
-from svc_console.ledger.usage import UsageRow
+from svc_console.ledger import usage_query as ledger_usage
+from svc_console.ledger.usage_query import UsageRow
 
 FORMATS = ("csv", "json")
 FIELDS = (

@@ -1,5 +1,5 @@
 """Keep the ledger's copy of the service's usage history current: fetch `GET /api/agent/usage`
-page by page and hand each page to `ledger.usage.sync_usage`, which dedupes and reconciles.
+page by page and hand each page to `ledger.usage_write.sync_usage`, which dedupes and reconciles.
 
 Incremental: it asks only for charges since the newest one already stored, less a day of overlap
 (a charge the service reports late is still picked up; the overlap costs nothing, charges are
@@ -12,7 +12,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from svc_console.core.usage import DAY_S
-from svc_console.ledger.usage import SyncResult, sync_usage
+from svc_console.ledger.usage_write import SyncResult, sync_usage
 
 if TYPE_CHECKING:
     from svc_console.ledger import Ledger

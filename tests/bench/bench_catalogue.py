@@ -7,7 +7,7 @@ chain with a max price; datasets: tier, required fields with an order). The firs
 and two letters) are the hardest: too short for the trigram index, they scan.
 
 What is measured:
-- the console's catalogue cache (`svc_console.ledger.catalogue_cache`: SQLite, FTS5 trigram
+- the console's catalogue cache (`svc_console.ledger.catalogue_search`: SQLite, FTS5 trigram
   index, in a ledger file made by the console's own migrations) holding the sandbox's whole
   catalogue, endpoints and datasets, stored with the cache's own `store`: one window of 50
   matches and the total, as the screen asks for them;
@@ -113,7 +113,7 @@ def measure_cache(runs: int) -> dict[str, list[float]] | str:
     """Samples of the cache's searches (endpoints, datasets), or why they could not be taken."""
     try:
         from svc_console.core.catalogue_filters import DatasetFilter
-        from svc_console.ledger import Ledger, catalogue_cache
+        from svc_console.ledger import Ledger, catalogue_search, catalogue_store
     except ImportError as exc:
         return f"no console catalogue cache to measure ({exc.name} is missing)"
     records = [EndpointRecord.model_validate(r) for r in json.loads(data.catalogue().read_text())]
@@ -121,21 +121,21 @@ def measure_cache(runs: int) -> dict[str, list[float]] | str:
     try:
         path = folder / "ledger-sandbox.db"
         Ledger(path).close()  # the schema, with the cache's tables, as the console makes it
-        writer = catalogue_cache.open_writer(path)
+        writer = catalogue_store.open_writer(path)
         try:
-            catalogue_cache.store(writer, records, _dataset_listings(), synced_at=time.time())
+            catalogue_store.store(writer, records, _dataset_listings(), synced_at=time.time())
         finally:
             writer.close()
-        reader = catalogue_cache.open_reader(path)
+        reader = catalogue_search.open_reader(path)
         try:
 
             def endpoints(query: str, extra: dict[str, Any]) -> None:
                 f = _market_filter(query, extra)
-                catalogue_cache.search_endpoints(reader, f, limit=WINDOW)
+                catalogue_search.search_endpoints(reader, f, limit=WINDOW)
 
             def datasets(query: str, extra: dict[str, Any]) -> None:
                 f = DatasetFilter(query=query, **extra)
-                catalogue_cache.search_datasets(reader, f, limit=WINDOW)
+                catalogue_search.search_datasets(reader, f, limit=WINDOW)
 
             return {
                 "endpoints": _timed(endpoints, keystrokes(TYPED, FILTERS), runs),
@@ -181,7 +181,7 @@ def run(runs: int) -> list[BenchResult]:
                     "median_one_or_two_letters_ms": round(short, 3),
                 },
                 note=(
-                    f"ledger/catalogue_cache.search_endpoints, FTS5 trigram, {size:,} endpoints;"
+                    f"ledger/catalogue_search.search_endpoints, FTS5 trigram, {size:,} endpoints;"
                     f" one- and two-letter keystrokes (scans) median {harness.number(short)} ms"
                 ),
             )
@@ -193,7 +193,7 @@ def run(runs: int) -> list[BenchResult]:
                 Figures.of(cache["datasets"]),
                 TARGET,
                 context={"keystrokes_per_run": len(dataset_strokes), "window": WINDOW},
-                note="ledger/catalogue_cache.search_datasets, FTS5 trigram, every dataset",
+                note="ledger/catalogue_search.search_datasets, FTS5 trigram, every dataset",
             )
         )
     results.append(

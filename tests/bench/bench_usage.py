@@ -177,7 +177,7 @@ async def _datatable_run(ledger: Path, rows: int) -> tuple[float, list[float]]:
             yield Footer()
 
         def on_mount(self) -> None:
-            from svc_console.ledger.usage import UsageRow
+            from svc_console.ledger.usage_query import UsageRow
 
             table = self.query_one(DataTable)
             table.add_columns(*(c.title for c in COLUMNS))

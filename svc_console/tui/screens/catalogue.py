@@ -4,7 +4,7 @@ the operator types, with every filter of `list_market_apis` and of `list_dataset
 free trial (coverage of the fields needed, preview rows) and datacard.
 
 Searches never go to the network: they read the ledger's catalogue cache
-(`ledger/catalogue_cache.py`), which answers one keystroke over the whole catalogue in a few
+(`ledger/catalogue_search.py`), which answers one keystroke over the whole catalogue in a few
 milliseconds with the service's own semantics, and returns one page of matches and the total.
 Each search runs in a thread worker on a read-only connection and posts `MatchesFound`; a
 generation number per tab drops answers to an older keystroke. The cache is filled by a sync
@@ -43,8 +43,9 @@ from svc_console.core.catalogue_filters import SORT_LABELS, DatasetFilter, Marke
 from svc_console.core.datasets import DatasetListing, TrialResult
 from svc_console.core.models import EndpointRecord
 from svc_console.core.sanitize import inert_line
-from svc_console.ledger import catalogue_cache
-from svc_console.ledger.catalogue_cache import Matches, SyncState
+from svc_console.ledger import catalogue_search, catalogue_store
+from svc_console.ledger.catalogue_search import Matches
+from svc_console.ledger.catalogue_store import SyncState
 from svc_console.market.errors import MarketError
 from svc_console.market.mcp import McpClient
 from svc_console.runtime import Runtime
@@ -379,7 +380,7 @@ class CatalogueScreen(Screen[None]):
                 yield detail
 
     def on_mount(self) -> None:
-        self.reader = _Reader(catalogue_cache.open_reader(self.ledger_path))
+        self.reader = _Reader(catalogue_search.open_reader(self.ledger_path))
         blink = getattr(self.app, "cursor_blink", True)
         for field in self.query(Input):
             field.cursor_blink = blink
@@ -419,7 +420,7 @@ class CatalogueScreen(Screen[None]):
     def _read_cache(self) -> None:
         def read(conn: sqlite3.Connection) -> None:
             self.post_message(
-                CacheRead(catalogue_cache.sync_state(conn), catalogue_cache.categories(conn))
+                CacheRead(catalogue_store.sync_state(conn), catalogue_search.categories(conn))
             )
 
         self._in_thread("catalogue state", "catalogue-state", read)
@@ -439,7 +440,9 @@ class CatalogueScreen(Screen[None]):
         tab.generation += 1
         generation, f, offset = tab.generation, tab.filter, tab.offset
         find = (
-            catalogue_cache.search_endpoints if kind == MARKET else catalogue_cache.search_datasets
+            catalogue_search.search_endpoints
+            if kind == MARKET
+            else catalogue_search.search_datasets
         )
 
         def search(conn: sqlite3.Connection) -> None:
@@ -589,7 +592,7 @@ class CatalogueScreen(Screen[None]):
             self._show_detail(kind)
             return
         read = (
-            catalogue_cache.endpoint_record if kind == MARKET else catalogue_cache.dataset_listing
+            catalogue_search.endpoint_record if kind == MARKET else catalogue_search.dataset_listing
         )
 
         def load(conn: sqlite3.Connection) -> None:

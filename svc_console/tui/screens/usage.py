@@ -2,12 +2,12 @@
 under filters, with totals, spend per day, the providers and agents that spent most, the charges
 no approval covers flagged in red, and export to CSV or JSON.
 
-It stays fast with a million charges because nothing here loads them: the table asks SQLite for
-the rows on screen (`widgets/usage_table.py`), and the totals, the chart and the breakdowns are
-sums SQLite computes from its indexes (`ledger/usage.py`). Every query runs in a thread worker on a
-read-only connection of its own and posts a message; the screen applies it. A change of filter
-bumps a generation number, so an answer to an older question is dropped, and interrupts the summary
-query still running.
+It stays fast with a million charges because nothing here loads them: the table asks SQLite for the
+rows on screen (`widgets/usage_table.py`), and the totals, the chart and the breakdowns are sums
+SQLite computes from its indexes (`ledger/usage_query.py`). Every query runs in a thread worker on a
+read-only connection of its own and posts a message; the screen applies it. A change of filter bumps
+a generation number, so an answer to an older question is dropped, and interrupts the summary query
+still running.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from svc_console.core.sanitize import inert_line
 from svc_console.core.taxonomy import domain_label
 from svc_console.core.usage import DAY_S, Reconciled, UsageFilter, iso_instant
-from svc_console.ledger import usage as ledger_usage
-from svc_console.ledger.usage import SpendBucket, SyncResult, UsageRow, UsageTotals
+from svc_console.ledger import usage_query as ledger_usage
+from svc_console.ledger.usage_query import SpendBucket, UsageRow, UsageTotals
+from svc_console.ledger.usage_write import SyncResult
 from svc_console.runtime import Runtime
 from svc_console.services.usage_export import describe_range, export_file
 from svc_console.tui import bindings

@@ -16,7 +16,7 @@ from textual.widgets import DataTable
 
 from svc_console.core.money import format_usdc, from_atomic
 from svc_console.core.sanitize import inert_line
-from svc_console.ledger.catalogue_cache import DatasetRow, EndpointRow, price_text
+from svc_console.ledger.catalogue_search import DatasetRow, EndpointRow, price_text
 from svc_console.tui.colors import Palette
 
 PAGE_SIZE = 50

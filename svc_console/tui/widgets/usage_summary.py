@@ -17,7 +17,7 @@ from textual.widgets import Sparkline, Static
 
 from svc_console.core.sanitize import inert_line
 from svc_console.core.usage import day_label
-from svc_console.ledger.usage import SpendBucket, UsageTotals
+from svc_console.ledger.usage_query import SpendBucket, UsageTotals
 from svc_console.tui.colors import Palette
 from svc_console.tui.widgets.usage_table import usdc
 

@@ -33,8 +33,8 @@ from textual.strip import Strip
 from svc_console.core.money import format_usdc, from_atomic
 from svc_console.core.sanitize import inert_line
 from svc_console.core.usage import Reconciled, UsageFilter
-from svc_console.ledger import usage as ledger_usage
-from svc_console.ledger.usage import UsageRow
+from svc_console.ledger import usage_query as ledger_usage
+from svc_console.ledger.usage_query import UsageRow
 
 CACHE_ROWS = 3000
 # Rows loaded at first, before the table knows its height.

@@ -28,7 +28,7 @@ from svc_console.market.gateway import Marketplace
 from svc_console.market.mcp import MCP_PATH
 
 if TYPE_CHECKING:
-    from svc_console.ledger.usage import SyncResult
+    from svc_console.ledger.usage_write import SyncResult
     from svc_console.market.account import AccountClient
     from svc_console.market.mcp import McpClient
     from svc_console.services.catalogue_sync import Progress, SyncReport

@@ -193,6 +193,16 @@ def test_no_ledger_yet(home: Path):
     assert not (home / "ledger-sandbox.db").exists()  # reading never creates one
 
 
+def test_a_service_configured_in_settings_exports_its_ledger_not_the_sandbox(
+    seeded: Paths, capsys: pytest.CaptureFixture[str]
+):
+    seeded.settings.write_text('[service]\nbase_url = "https://svc.example"\n')
+    assert main(["usage", "export"]) == 2
+    assert f"no ledger at {seeded.ledger(sandbox=False)}" in capsys.readouterr().err
+    seed_usage(seeded.ledger(sandbox=False), 7, days=3)
+    assert len(export_csv(capsys)) == 7  # the real history, not the sandbox's thousand
+
+
 def test_runs_beside_a_broker_holding_the_ledger(seeded: Paths, capsys):
     holder = Ledger(seeded.ledger(sandbox=True))  # the broker's exclusive writer lock
     try:

@@ -9,7 +9,6 @@ ledger is opened read-only, so this runs beside a console or broker that is usin
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
@@ -39,28 +38,13 @@ def add_commands(commands: Any) -> None:
     verify.set_defaults(run=run_verify)
 
 
-def configured_ledger() -> Path:
-    """The ledger the console would open: the real one when a service is configured (by
-    SVC_BASE_URL or settings.toml), else the sandbox's. No credential is needed to audit it."""
-    from svc_console.config.errors import SettingsError
-    from svc_console.config.paths import resolve_paths
-    from svc_console.config.service import service_section
-
-    paths = resolve_paths()
-    base_url = os.environ.get("SVC_BASE_URL")
-    if not base_url:
-        try:
-            base_url = service_section(paths.home / "settings.toml").get("base_url")
-        except SettingsError:
-            base_url = None  # the console would refuse to start; audit what is there
-    return paths.ledger(sandbox=not base_url)
-
-
 def run_verify(args: argparse.Namespace) -> int:
+    from svc_console.config.paths import resolve_paths
+    from svc_console.config.service import configured_ledger
     from svc_console.core.sanitize import inert_line
     from svc_console.ledger.audit import AuditError, verify
 
-    path = args.ledger if args.ledger is not None else configured_ledger()
+    path = args.ledger if args.ledger is not None else configured_ledger(resolve_paths())
     try:
         report = verify(path)
     except AuditError as exc:

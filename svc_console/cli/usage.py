@@ -56,6 +56,7 @@ def run_export(args: argparse.Namespace) -> int:
     import time
 
     from svc_console.config.paths import resolve_paths
+    from svc_console.config.service import configured_ledger
     from svc_console.core.usage import UsageFilter
     from svc_console.ledger.usage_query import open_reader
     from svc_console.services.usage_export import (
@@ -67,9 +68,7 @@ def run_export(args: argparse.Namespace) -> int:
         parse_until,
     )
 
-    paths = resolve_paths()
-    # As the console chooses: the sandbox's ledger unless a real service is configured.
-    ledger = paths.ledger(sandbox=not os.environ.get("SVC_BASE_URL"))
+    ledger = configured_ledger(resolve_paths())
     if not ledger.exists():
         raise CommandError(f"no ledger at {ledger}: nothing has been recorded yet", EXIT_USAGE)
     now = time.time()

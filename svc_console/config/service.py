@@ -88,3 +88,18 @@ def service_config(paths: Paths, env: Mapping[str, str] | None = None) -> Servic
         username=connection.username,
         api_token=connection.api_token,
     )
+
+
+def configured_ledger(paths: Paths, env: Mapping[str, str] | None = None) -> Path:
+    """The ledger the console would open: the real one when a service is configured (by
+    SVC_BASE_URL or settings.toml), else the sandbox's. Reading it needs no credential, so an
+    unreadable settings file counts as no service rather than an error: there is still a ledger
+    to read."""
+    env = os.environ if env is None else env
+    base_url = env.get("SVC_BASE_URL")
+    if not base_url:
+        try:
+            base_url = service_section(paths.settings).get("base_url")
+        except SettingsError:
+            base_url = None
+    return paths.ledger(sandbox=not base_url)

@@ -12,7 +12,6 @@ from decimal import Decimal
 
 from svc_console.broker.decisions import Decisions
 from svc_console.broker.endpoint_cache import EndpointCache
-from svc_console.broker.paid_tools import PaidTools, ToolRefused
 from svc_console.core import risk
 from svc_console.core.datasets import DatasetListing
 from svc_console.core.models import EndpointRecord, Estimate, Kind, RiskFlag, SpendRequest
@@ -22,6 +21,7 @@ from svc_console.core.states import State
 from svc_console.ledger import Ledger
 from svc_console.market import errors
 from svc_console.market.gateway import Marketplace
+from svc_console.market.paid_tools import ToolRefused
 from svc_console.policy import PolicyEngine
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,6 @@ class Intake:
     market: Marketplace
     policy: PolicyEngine
     decisions: Decisions
-    tools: PaidTools
     endpoints: EndpointCache
 
     async def run(self, request: SpendRequest, now: float) -> State:
@@ -124,8 +123,8 @@ class Intake:
         return Inspection(endpoint, estimate, skill, dry_run.balance_usdc)
 
     async def _inspect_tool(self, request: SpendRequest) -> Inspection:
-        """A charged MCP tool: quoted by its own payment challenge (see broker.paid_tools)."""
-        quote = await self.tools.quote(request.kind, request.dataset_id, request.inputs)
+        """A charged MCP tool: quoted by its own payment challenge (see market.paid_tools)."""
+        quote = await self.market.tools.quote(request.kind, request.dataset_id, request.inputs)
         return Inspection(quote.endpoint, quote.estimate, quote.skill, None, quote.dataset)
 
     def _reject(

@@ -22,7 +22,6 @@ from svc_console.broker.decisions import Decisions
 from svc_console.broker.endpoint_cache import EndpointCache
 from svc_console.broker.executor import MAX_ATTEMPTS, Executor
 from svc_console.broker.intake import Intake
-from svc_console.broker.paid_tools import PaidTools
 from svc_console.broker.params import ApproveParams, DenyParams, SubmitParams
 from svc_console.core.models import SpendRequest
 from svc_console.core.states import CANCELLABLE, FINAL, IllegalTransition, State
@@ -65,7 +64,6 @@ class Broker:
         self.config = config or BrokerConfig()
         self.clock = clock
         self._new_id = new_id
-        tools = PaidTools(market.mcp, market.rest, market.payer_key)
         self.policy: PolicyEngine = policy or ManualReview()
         endpoints = EndpointCache(market.rest)
         self.decisions = Decisions(
@@ -75,8 +73,8 @@ class Broker:
             confirm_above_usdc=self.config.confirm_above_usdc,
             clock=clock,
         )
-        self._intake = Intake(ledger, market, self.policy, self.decisions, tools, endpoints)
-        self._executor = Executor(ledger, market, clock, self.decisions.pending_ttl_s, tools)
+        self._intake = Intake(ledger, market, self.policy, self.decisions, endpoints)
+        self._executor = Executor(ledger, market, clock)
         self._listeners: list[Listener] = []
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -236,7 +234,11 @@ class Broker:
 
     async def _execute(self, request_id: str) -> None:
         try:
-            await self._executor.run(request_id)
+            executed = await self._executor.run(request_id)
+            if executed.repriced is not None:  # nothing was paid: the operator decides again
+                self.decisions.queue(
+                    request_id, self.clock(), estimate=executed.repriced, reason=executed.reason
+                )
         except Exception:
             log.exception("execution of %s failed", request_id)
         self._changed(request_id)

@@ -61,9 +61,14 @@ class Intake:
             return self._reject(
                 request, now, above, endpoint=inspected.endpoint, estimate=inspected.estimate
             )
-        flags = self._assess(request, inspected)
         # From here to the ledger's commit nothing awaits: the budget totals the policy reads
         # cannot change before this request's reservation is in them (no cap passed together).
+        return self._decide(request, inspected, now)
+
+    def _decide(self, request: SpendRequest, inspected: Inspection, now: float) -> State:
+        """Risk and the policy's verdict, committed with what was learned: denied by a rule,
+        approved by a rule, or queued for the operator."""
+        flags = self._assess(request, inspected)
         verdict = self.policy.evaluate(
             request, inspected.endpoint, inspected.estimate, now=now, dataset=inspected.dataset
         )

@@ -29,7 +29,8 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from svc_console.agent import AsyncAgent
-from svc_console.broker.socket_server import AGENT_METHODS, ENVELOPE, OPERATOR_METHODS
+from svc_console.broker.jsonrpc import ENVELOPE
+from svc_console.broker.methods import AGENT_METHODS, OPERATOR_METHODS
 
 SEED = 20260522
 RAW_LINES = 99_000

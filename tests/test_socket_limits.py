@@ -19,7 +19,8 @@ import pytest
 from helpers import eventually
 
 from svc_console.agent import AgentError, AsyncAgent
-from svc_console.broker.socket_server import ApprovalSocket, Limits
+from svc_console.broker.limits import Limits
+from svc_console.broker.socket_server import ApprovalSocket
 
 HELLO = b'{"jsonrpc":"2.0","id":"hi","method":"console.hello"}\n'
 TIGHT = Limits(

@@ -1,4 +1,4 @@
-"""The broker: the approval socket, the request pipeline, decisions and the executor.
+"""The broker: the approval socket, intake, decisions and the executor.
 
 Runs as asyncio tasks inside the TUI's process or headless (`svc-console serve`): the same code.
 Never imports Textual.

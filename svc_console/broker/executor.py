@@ -1,45 +1,86 @@
-"""Execution of an approved request: the only code that makes money move, through the wallet
-proxy (market calls) or a payment the console signs (charged MCP tools, see `paid_tools`).
+"""Execution of an approved request: the only code that makes money move, through a
+`market.payer.Payer` (`Marketplace.payer`): the wallet proxy (market calls) or a payment the
+console signs (charged MCP tools, see `market.paid_tools`).
 
 Order matters and is the point of this module: the decision is already committed (the caller
-checks), the execution row is committed as `in_flight` before the proxy is called, and the proxy is
-told the approved ceiling, the approved chain and an idempotency key, so it refuses to pay more
+checks), the execution row is committed as `in_flight` before the payer is called, and the payer
+is told the approved ceiling, the approved chain and an idempotency key, so it refuses to pay more
 and never pays twice for one attempt.
+
+The executor records the attempt's end in the ledger and returns it; a re-priced attempt is
+returned with its new price for the broker to put before the operator again.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
 
-from svc_console.broker.paid_tools import PaidTools
-from svc_console.core.models import Estimate, Kind
+from svc_console.core.models import Estimate, Outcome, SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
 from svc_console.core.states import State
 from svc_console.ledger import Ledger
 from svc_console.market import errors
 from svc_console.market.gateway import Marketplace
+from svc_console.market.payer import Order
 
 log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 2  # the first call and, after funding, the single retry the spec allows
 
 
-class Executor:
-    def __init__(
-        self,
-        ledger: Ledger,
-        market: Marketplace,
-        clock: Callable[[], float],
-        pending_ttl_s: float | Callable[[], float],
-        tools: PaidTools,
-    ):
-        self.ledger, self.market, self.clock = ledger, market, clock
-        self.tools = tools
-        # A number, or a function when the policy in force may change it.
-        self.lifetime = pending_ttl_s if callable(pending_ttl_s) else (lambda: pending_ttl_s)
+@dataclass(frozen=True)
+class Executed:
+    """How an attempt ended. `repriced`: the new price to ask the operator about, and why."""
 
-    async def run(self, request_id: str) -> State:
+    state: State
+    repriced: Estimate | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One attempt at paying for an approved request, its execution row committed."""
+
+    request: SpendRequest
+    estimate: Estimate
+    ceiling_usdc: Decimal
+    number: int  # within its approval: the funding retry is the second
+    key: str  # the idempotency key, unique over the request's attempts
+    execution: int  # the ledger's execution row
+
+
+class Executor:
+    def __init__(self, ledger: Ledger, market: Marketplace, clock: Callable[[], float]):
+        self.ledger, self.market, self.clock = ledger, market, clock
+
+    async def run(self, request_id: str) -> Executed:
+        attempt = self._start(request_id)
+        request = attempt.request
+        try:
+            outcome = await self.market.payer(request.kind).pay(_order(attempt))
+        except errors.WalletUnfunded as exc:
+            return self._unfunded(attempt, exc)
+        except errors.PriceAboveCeiling as exc:
+            return self._repriced(attempt, exc)
+        except errors.ServiceUnreachable as exc:
+            return self._finish(attempt, State.failed, f"nothing was charged: {exc.message}")
+        except (errors.OutcomeUnknown, errors.MalformedResponse) as exc:
+            # No answer, or one that cannot be read: the service may have executed and charged.
+            return self._finish(
+                attempt,
+                State.unknown,
+                f"{exc.message}; it may have been charged: reconcile with the usage history",
+            )
+        except errors.MarketError as exc:
+            return self._finish(attempt, State.failed, f"{exc.message} ({exc.code})")
+        return self._succeeded(attempt, outcome)
+
+    def _start(self, request_id: str) -> _Attempt:
+        """Commit the execution row of the next attempt, or refuse one the ledger does not
+        allow: no committed approval, not inspected, or past the funding retry."""
         request = self.ledger.get(request_id)
         latest = self.ledger.latest_decision(request_id)
         if request is None or latest is None or not latest[1].approved:
@@ -49,95 +90,84 @@ class Executor:
         if endpoint is None or estimate is None or decision.ceiling_usdc is None:
             raise RuntimeError(f"refusing to execute {request_id}: not inspected")
         # The funding retry is counted per approval: a re-priced request approved again starts anew.
-        attempt = self.ledger.attempts(request_id, decision_id) + 1
-        if attempt > MAX_ATTEMPTS:
+        number = self.ledger.attempts(request_id, decision_id) + 1
+        if number > MAX_ATTEMPTS:
             raise RuntimeError(f"refusing to execute {request_id} a third time on one approval")
         key = f"{request_id}-{self.ledger.attempts(request_id) + 1}"
         execution = self.ledger.start_execution(
-            request_id, decision_id, attempt, key, at=self.clock()
+            request_id, decision_id, number, key, at=self.clock()
         )
+        return _Attempt(request, estimate, decision.ceiling_usdc, number, key, execution)
 
-        def finish(state: State, error: str | None = None, **fields: object) -> State:
-            self.ledger.finish_execution(execution, state, at=self.clock(), error=error, **fields)
-            log.info("%s attempt %d ended %s", request_id, attempt, state)
-            return state
+    def _finish(
+        self, attempt: _Attempt, state: State, error: str | None = None, **fields: object
+    ) -> Executed:
+        self.ledger.finish_execution(
+            attempt.execution, state, at=self.clock(), error=error, **fields
+        )
+        log.info("%s attempt %d ended %s", attempt.request.id, attempt.number, state)
+        return Executed(state)
 
-        try:
-            if request.kind == Kind.market_call:
-                outcome = await self.market.wallet.execute(
-                    estimate.protocol,
-                    endpoint.id,
-                    request.inputs,
-                    ceiling_usdc=decision.ceiling_usdc,
-                    chain=estimate.chain,
-                    idempotency_key=key,
-                )
-            else:
-                # Signed here with the account wallet's key, within the approval.
-                outcome = await self.tools.pay(
-                    request.kind,
-                    request.dataset_id,
-                    request.inputs,
-                    ceiling_usdc=decision.ceiling_usdc,
-                    chain=estimate.chain,
-                    free=estimate.amount_usdc == 0,
-                    idempotency_key=key,
-                )
-        except errors.WalletUnfunded as exc:
-            state = State.awaiting_funds if attempt < MAX_ATTEMPTS else State.failed
-            needed = f"needs {format_usdc(exc.required)} USDC"
-            if exc.balance is not None:
-                needed += f", wallet holds {format_usdc(exc.balance)}"
-            reason = (
-                f"wallet unfunded ({needed}); fund it, then retry once"
-                if state == State.awaiting_funds
-                else f"wallet still unfunded on the retry ({needed})"
-            )
-            return finish(state, reason, funding_url=exc.funding_url or None)
-        except errors.PriceAboveCeiling as exc:
-            chain = inert_line(exc.chain, 20)
-            asked = f"the provider asked {format_usdc(exc.price)} USDC on {chain}"
-            moved_only = exc.price <= decision.ceiling_usdc  # the same price, on another chain
-            reason = (
-                f"{asked}, not on the approved {estimate.chain}; nothing was paid"
-                if moved_only
-                else f"{asked}, above the approved {format_usdc(decision.ceiling_usdc)} USDC on"
-                f" {estimate.chain}; nothing was paid"
-            )
-            finish(State.repriced, reason)
-            repriced = Estimate(
-                amount_usdc=exc.price,
-                chain=exc.chain or estimate.chain,
-                protocol=estimate.protocol,
-            )
-            now = self.clock()
-            self.ledger.transition(
-                request_id,
-                State.pending,
-                at=now,
-                estimate=repriced,
-                reason=reason,
-                expires_at=now + self.lifetime(),
-            )
-            return State.pending
-        except errors.ServiceUnreachable as exc:
-            return finish(State.failed, f"nothing was charged: {exc.message}")
-        except (errors.OutcomeUnknown, errors.MalformedResponse) as exc:
-            # No answer, or one that cannot be read: the service may have executed and charged.
-            return finish(
-                State.unknown,
-                f"{exc.message}; it may have been charged: reconcile with the usage history",
-            )
-        except errors.MarketError as exc:
-            return finish(State.failed, f"{exc.message} ({exc.code})")
+    def _unfunded(self, attempt: _Attempt, exc: errors.WalletUnfunded) -> Executed:
+        state = State.awaiting_funds if attempt.number < MAX_ATTEMPTS else State.failed
+        needed = f"needs {format_usdc(exc.required)} USDC"
+        if exc.balance is not None:
+            needed += f", wallet holds {format_usdc(exc.balance)}"
+        reason = (
+            f"wallet unfunded ({needed}); fund it, then retry once"
+            if state == State.awaiting_funds
+            else f"wallet still unfunded on the retry ({needed})"
+        )
+        return self._finish(attempt, state, reason, funding_url=exc.funding_url or None)
 
-        if outcome.charged_usdc > decision.ceiling_usdc:
-            # The proxy broke its promise; record the truth loudly rather than hide it.
-            log.error("request %s charged above its ceiling", request_id)
-            return finish(
+    def _repriced(self, attempt: _Attempt, exc: errors.PriceAboveCeiling) -> Executed:
+        """Nothing was paid: the attempt ends `repriced`, with the price asked for the
+        operator to approve again (or not)."""
+        estimate, ceiling = attempt.estimate, attempt.ceiling_usdc
+        chain = inert_line(exc.chain, 20)
+        asked = f"the provider asked {format_usdc(exc.price)} USDC on {chain}"
+        moved_only = exc.price <= ceiling  # the same price, on another chain
+        reason = (
+            f"{asked}, not on the approved {estimate.chain}; nothing was paid"
+            if moved_only
+            else f"{asked}, above the approved {format_usdc(ceiling)} USDC on"
+            f" {estimate.chain}; nothing was paid"
+        )
+        self._finish(attempt, State.repriced, reason)
+        repriced = Estimate(
+            amount_usdc=exc.price,
+            chain=exc.chain or estimate.chain,
+            protocol=estimate.protocol,
+        )
+        return Executed(State.repriced, repriced, reason)
+
+    def _succeeded(self, attempt: _Attempt, outcome: Outcome) -> Executed:
+        ceiling = attempt.ceiling_usdc
+        if outcome.charged_usdc > ceiling:
+            # The payer broke its promise; record the truth loudly rather than hide it.
+            log.error("request %s charged above its ceiling", attempt.request.id)
+            return self._finish(
+                attempt,
                 State.succeeded,
                 f"charged {format_usdc(outcome.charged_usdc)} USDC, above the approved"
-                f" {format_usdc(decision.ceiling_usdc)}: reconcile",
+                f" {format_usdc(ceiling)}: reconcile",
                 outcome=outcome,
             )
-        return finish(State.succeeded, outcome=outcome)
+        return self._finish(attempt, State.succeeded, outcome=outcome)
+
+
+def _order(attempt: _Attempt) -> Order:
+    request, estimate = attempt.request, attempt.estimate
+    assert request.endpoint is not None  # checked when the attempt started
+    return Order(
+        kind=request.kind,
+        endpoint_id=request.endpoint.id,
+        dataset_id=request.dataset_id,
+        inputs=request.inputs,
+        protocol=estimate.protocol,
+        chain=estimate.chain,
+        ceiling_usdc=attempt.ceiling_usdc,
+        # Signed here with the account wallet's key, within the approval (a charged tool).
+        free=estimate.amount_usdc == 0,
+        idempotency_key=attempt.key,
+    )

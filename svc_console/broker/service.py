@@ -1,6 +1,6 @@
 """The broker's API, used alike by the socket (agents, the CLI) and the TUI (in process).
 
-It owns the request lifecycle: submit → intake (pipeline) → pending → decision → execution, plus
+It owns the request lifecycle: submit → intake → pending → decision (decisions) → execution, plus
 expiry and recovery after a restart. Listeners (the TUI) are told of every change; agents waiting on
 a request are woken when it reaches a final state.
 """
@@ -18,13 +18,12 @@ from decimal import Decimal
 from typing import Any
 
 from svc_console.broker import errors
+from svc_console.broker.decisions import Decisions
 from svc_console.broker.endpoint_cache import EndpointCache
 from svc_console.broker.executor import MAX_ATTEMPTS, Executor
-from svc_console.broker.paid_tools import PaidTools
+from svc_console.broker.intake import Intake
 from svc_console.broker.params import ApproveParams, DenyParams, SubmitParams
-from svc_console.broker.pipeline import Intake, approval_ceiling
-from svc_console.core.models import Decision, SpendRequest
-from svc_console.core.money import format_usdc
+from svc_console.core.models import SpendRequest
 from svc_console.core.states import CANCELLABLE, FINAL, IllegalTransition, State
 from svc_console.ledger import Ledger
 from svc_console.market.gateway import Marketplace
@@ -65,13 +64,17 @@ class Broker:
         self.config = config or BrokerConfig()
         self.clock = clock
         self._new_id = new_id
-        tools = PaidTools(market.mcp, market.rest, market.payer_key)
         self.policy: PolicyEngine = policy or ManualReview()
         endpoints = EndpointCache(market.rest)
-        self._intake = Intake(
-            ledger, market, self.policy, self.config.pending_ttl_s, tools, endpoints
+        self.decisions = Decisions(
+            ledger,
+            self.policy,
+            pending_ttl_s=self.config.pending_ttl_s,
+            confirm_above_usdc=self.config.confirm_above_usdc,
+            clock=clock,
         )
-        self._executor = Executor(ledger, market, clock, self.pending_ttl_s, tools)
+        self._intake = Intake(ledger, market, self.policy, self.decisions, endpoints)
+        self._executor = Executor(ledger, market, clock)
         self._listeners: list[Listener] = []
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -165,52 +168,20 @@ class Broker:
     def history(self, limit: int = 200) -> list[SpendRequest]:
         return self.ledger.in_states(HISTORY, limit=limit, newest_first=True)
 
-    def pending_ttl_s(self) -> float:
-        """How long a request waits for the operator: the policy's lifetime, else the config's."""
-        return self.policy.pending_ttl_s or self.config.pending_ttl_s
-
     def confirmation_needed(self, request: SpendRequest) -> Decimal | None:
         """The amount the operator must type to approve, or None when a keypress is enough."""
-        threshold = self.policy.confirm_above_usdc
-        if threshold is None:
-            threshold = self.config.confirm_above_usdc
-        if request.estimate is None or threshold is None:
-            return None
-        ceiling = approval_ceiling(request, request.estimate)
-        return ceiling if ceiling > threshold else None
+        return self.decisions.confirmation_needed(request)
 
     async def approve(self, params: ApproveParams, *, by: str = "operator") -> SpendRequest:
         request = self._pending(params.request_id)
-        assert request.estimate is not None  # every pending request was priced by its dry run
-        needed = self.confirmation_needed(request)
-        if needed is not None and params.confirm_amount != needed:
-            raise errors.ConfirmationRequired(
-                f"type the amount to approve: {format_usdc(needed)} USDC",
-                amount=format_usdc(needed),
-            )
-        # The policy again, now: a budget may have been spent since the request was queued. No
-        # await from this check to the decision's commit, which reserves the approval's ceiling.
-        blocked = self.policy.approval_blocked(request, self.clock())
-        if blocked is not None:
-            raise errors.BlockedByPolicy(f"the policy forbids approving {request.id}: {blocked}")
-        decision = Decision(
-            approved=True,
-            by=by,
-            at=self.clock(),
-            ceiling_usdc=approval_ceiling(request, request.estimate),
-            note=params.note,
-        )
-        self.ledger.decide(request.id, decision, State.approved)
-        log.info("%s approved by %s up to %s USDC", request.id, by, decision.ceiling_usdc)
+        self.decisions.approve(request, params, by)
         self._changed(request.id)
         self._spawn(self._execute(request.id), f"execute-{request.id}")
         return self.get(request.id)
 
     async def deny(self, params: DenyParams, *, by: str = "operator") -> SpendRequest:
         request = self._pending(params.request_id)
-        decision = Decision(approved=False, by=by, at=self.clock(), note=params.reason)
-        self.ledger.decide(request.id, decision, State.denied)
-        log.info("%s denied by %s", request.id, by)
+        self.decisions.deny(request, params, by)
         self._changed(request.id)
         return self.get(request.id)
 
@@ -241,7 +212,7 @@ class Broker:
     async def _take_in(self, request: SpendRequest) -> None:
         try:
             state = await self._intake.run(request, self.clock())
-        except Exception as exc:  # a request the pipeline could not finish must not hang
+        except Exception as exc:  # a request intake could not finish must not hang
             # Losing a race to the agent's cancel is expected: the request has already moved on.
             if not isinstance(exc, IllegalTransition):
                 log.exception("intake of %s failed", request.id)
@@ -263,7 +234,11 @@ class Broker:
 
     async def _execute(self, request_id: str) -> None:
         try:
-            await self._executor.run(request_id)
+            executed = await self._executor.run(request_id)
+            if executed.repriced is not None:  # nothing was paid: the operator decides again
+                self.decisions.queue(
+                    request_id, self.clock(), estimate=executed.repriced, reason=executed.reason
+                )
         except Exception:
             log.exception("execution of %s failed", request_id)
         self._changed(request_id)
@@ -307,9 +282,7 @@ class Broker:
                     self.ledger.transition(request.id, State.unknown, at=now, reason=reason)
                 unsettled.append(self.get(request.id))
             elif request.state == State.repriced:
-                self.ledger.transition(
-                    request.id, State.pending, at=now, expires_at=now + self.pending_ttl_s()
-                )
+                self.decisions.queue(request.id, now)
         return unsettled
 
     def _changed(self, request_id: str) -> None:

@@ -1,5 +1,6 @@
 """The marketplace as the broker sees it: the REST client, the wallet proxy client, the MCP
-client, and the account wallet's key for the charged MCP tools (see broker.paid_tools)."""
+client, and the charged MCP tools paid with the account wallet's key (see market.paid_tools);
+`payer` names which of the two pays for a kind of request (see market.payer)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from svc_console.core.models import Kind
 from svc_console.market.account import AccountClient
 from svc_console.market.mcp import McpClient
+from svc_console.market.paid_tools import PaidTools
+from svc_console.market.payer import Payer
 from svc_console.market.rest import MarketClient
 from svc_console.market.wallet import WalletClient
 
@@ -23,6 +27,8 @@ class Marketplace:
     mcp: McpClient
     # The agent's wallets and balance (the wallet screen) and the onboarding flows.
     account: AccountClient
+    # Quotes and pays the charged MCP tools, signing with `payer_key`.
+    tools: PaidTools
     payer_key: str | None = field(default=None, repr=False)
 
     @classmethod
@@ -40,16 +46,24 @@ class Marketplace:
     ) -> Marketplace:
         """`payer_key`: the account wallet's EVM key, which signs the charged MCP tools'
         payments; without one those requests are refused with a reason."""
+        rest = MarketClient(base_url, api_key, transport=transport)
+        mcp = McpClient(f"{base_url}/api/mcp", credential=api_key, transport=transport)
         return cls(
             base_url=base_url,
             wallet_api_base=wallet_api_base,
             sandbox=sandbox,
-            rest=MarketClient(base_url, api_key, transport=transport),
+            rest=rest,
             wallet=WalletClient(wallet_api_base, username, api_token, transport=transport),
-            mcp=McpClient(f"{base_url}/api/mcp", credential=api_key, transport=transport),
+            mcp=mcp,
             account=AccountClient(base_url, api_key=api_key, transport=transport),
+            tools=PaidTools(mcp, rest, payer_key),
             payer_key=payer_key,
         )
+
+    def payer(self, kind: Kind) -> Payer:
+        """Who pays for a request of this kind: the wallet proxy for a market call, the
+        console's own signature for a charged MCP tool. Looked up at each payment."""
+        return self.wallet if kind == Kind.market_call else self.tools
 
     async def aclose(self) -> None:
         await self.rest.aclose()

@@ -1,8 +1,8 @@
 """Client of the agent wallet proxy at {wallet_api_base} (bearer apiToken).
 
 The proxy is the only thing that makes money move for market calls. `dry_run` spends nothing;
-`execute` is called only by the broker's executor, after a decision is committed, and always
-carries the approved ceiling and an idempotency key.
+`execute` (through `pay`, a `market.payer.Payer`) is called only by the broker's executor, after a
+decision is committed, and always carries the approved ceiling and an idempotency key.
 """
 
 from decimal import Decimal
@@ -14,6 +14,7 @@ import httpx
 from svc_console.core.models import DryRun, FundingCheckout, Outcome
 from svc_console.core.money import format_usdc
 from svc_console.market import http
+from svc_console.market.payer import Order
 
 Protocol = Literal["x402", "mpp"]
 _ACTIONS: dict[str, str] = {"x402": "x402/fetch", "mpp": "mpp/pay"}
@@ -77,6 +78,17 @@ class WalletClient:
             headers={"Idempotency-Key": idempotency_key},
         )
         return http.parse(response, Outcome.model_validate)
+
+    async def pay(self, order: Order) -> Outcome:
+        """A market call as a `Payer`: `execute` within the order's ceiling and chain."""
+        return await self.execute(
+            order.protocol,
+            order.endpoint_id or "",
+            order.inputs,
+            ceiling_usdc=order.ceiling_usdc,
+            chain=order.chain,
+            idempotency_key=order.idempotency_key,
+        )
 
     async def funding_checkout(self, amount_usdc: Decimal | None = None) -> FundingCheckout:
         """`POST /api/funding/checkout`: a checkout address the operator opens to top the wallet

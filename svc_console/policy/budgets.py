@@ -13,7 +13,7 @@ day of minutes, a week of hours and a month of days, however long the console ru
 
 Totals are loaded once at start from the ledger and then follow its commits (reservations,
 settlements, releases) through `apply`. One owner: the broker's event loop; the check and the
-reservation it leads to happen without a pause in between (see broker/pipeline.py).
+reservation it leads to happen without a pause in between (see broker/intake.py).
 """
 
 from __future__ import annotations

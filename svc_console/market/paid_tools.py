@@ -29,6 +29,7 @@ from svc_console.core.networks import CHAIN_OF
 from svc_console.core.sanitize import inert_line
 from svc_console.market import errors
 from svc_console.market.mcp import McpClient, PaymentRefused, PaymentRequiredError, ToolError
+from svc_console.market.payer import Order
 from svc_console.market.rest import MarketClient
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def arguments(kind: Kind, dataset_id: str | None, inputs: dict[str, Any]) -> dic
 
 
 class PaidTools:
-    """Quotes and pays charged MCP tools for the broker."""
+    """Quotes and pays charged MCP tools for the broker (a `market.payer.Payer`)."""
 
     def __init__(self, mcp: McpClient, rest: MarketClient, payer_key: str | None):
         self.mcp, self.rest = mcp, rest
@@ -162,24 +163,15 @@ class PaidTools:
             f"{tool} answered without asking for payment ({len(json.dumps(result.data()))} bytes)"
         )
 
-    async def pay(
-        self,
-        kind: Kind,
-        dataset_id: str | None,
-        inputs: dict[str, Any],
-        *,
-        ceiling_usdc: Decimal,
-        chain: str,
-        free: bool,
-        idempotency_key: str,
-    ) -> Outcome:
-        """Calls the tool, paying at most what was approved. Raises `PriceAboveCeiling` for a
-        challenge above the ceiling or on another chain (the operator is asked again), and
-        `ToolRefused` for one that can never be paid (a compute tool not at its fixed price,
-        another asset or recipient)."""
+    async def pay(self, order: Order) -> Outcome:
+        """Calls the tool, paying at most what was approved (a `market.payer.Payer`). Raises
+        `PriceAboveCeiling` for a challenge above the ceiling or on another chain (the operator
+        is asked again), and `ToolRefused` for one that can never be paid (a compute tool not
+        at its fixed price, another asset or recipient)."""
+        kind, chain, idempotency_key = order.kind, order.chain, order.idempotency_key
         tool = TOOL_OF[kind]
-        args = arguments(kind, dataset_id, inputs)
-        if free:
+        args = arguments(kind, order.dataset_id, order.inputs)
+        if order.free:
             return _outcome(await self._call(tool, args), chain, idempotency_key, Decimal(0))
         if self.signer is None:
             raise ToolRefused("no account wallet key to pay with: run svc-console login")
@@ -189,7 +181,7 @@ class PaidTools:
         approval = (
             Approval.fixed_price(kind, chain)
             if kind in FIXED_PRICE
-            else Approval(ceiling_usdc=ceiling_usdc, chain=chain)
+            else Approval(ceiling_usdc=order.ceiling_usdc, chain=chain)
         )
         try:
             signed = self.signer.sign(challenge, approval)

@@ -10,17 +10,18 @@ import logging
 from dataclasses import dataclass
 from decimal import Decimal
 
+from svc_console.broker.decisions import Decisions
 from svc_console.broker.endpoint_cache import EndpointCache
-from svc_console.broker.paid_tools import PaidTools, ToolRefused
 from svc_console.core import risk
 from svc_console.core.datasets import DatasetListing
-from svc_console.core.models import Decision, EndpointRecord, Estimate, Kind, SpendRequest
+from svc_console.core.models import EndpointRecord, Estimate, Kind, RiskFlag, SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
 from svc_console.core.states import State
 from svc_console.ledger import Ledger
 from svc_console.market import errors
 from svc_console.market.gateway import Marketplace
+from svc_console.market.paid_tools import ToolRefused
 from svc_console.policy import PolicyEngine
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,7 @@ class Intake:
     ledger: Ledger
     market: Marketplace
     policy: PolicyEngine
-    pending_ttl_s: float
-    tools: PaidTools
+    decisions: Decisions
     endpoints: EndpointCache
 
     async def run(self, request: SpendRequest, now: float) -> State:
@@ -53,60 +53,31 @@ class Intake:
         if request.state == State.received:
             self.ledger.transition(request.id, State.inspecting, at=now)
         try:
-            if request.kind == Kind.market_call:
-                inspected = await self._inspect_endpoint(request)
-            else:
-                inspected = await self._inspect_tool(request)
-        except errors.EndpointNotFound:
-            return self._reject(request, now, f"no endpoint {inert_line(request.endpoint_id)}")
-        except errors.NotInRegistry:
-            return self._reject(
-                request, now, "the endpoint is not in the marketplace's allowlisted registry"
-            )
-        except errors.InvalidInputs as exc:
-            problems = "; ".join(
-                f"{inert_line(f.get('field', '?'), 40)} {inert_line(f.get('problem', ''), 80)}"
-                for f in exc.fields
-                if isinstance(f, dict)
-            )
-            return self._reject(request, now, f"invalid inputs: {problems or exc.message}")
-        except ToolRefused as exc:
-            return self._reject(request, now, exc.message)
+            inspected = await self._inspect(request)
         except errors.MarketError as exc:
-            return self._reject(request, now, f"could not inspect the endpoint: {exc.message}")
-        endpoint, estimate, skill = inspected.endpoint, inspected.estimate, inspected.skill
-
-        lowest = estimate.min_usdc if estimate.min_usdc is not None else estimate.amount_usdc
-        if request.max_usdc is not None and lowest > request.max_usdc:
+            return self._reject(request, now, _not_inspected(request, exc))
+        above = _above_agent_max(request, inspected.estimate)
+        if above is not None:
             return self._reject(
-                request,
-                now,
-                f"costs at least {format_usdc(lowest)} USDC, above the agent's max_usdc"
-                f" of {format_usdc(request.max_usdc)}",
-                endpoint=endpoint,
-                estimate=estimate,
+                request, now, above, endpoint=inspected.endpoint, estimate=inspected.estimate
             )
-        flags = risk.assess(
-            endpoint,
-            estimate,
-            request.inputs,
-            first_use_of_provider=not self.ledger.provider_used_before(
-                endpoint.provider, request.id
-            ),
-            agent_max_usdc=request.max_usdc,
-            balance_usdc=inspected.balance_usdc,
-        )
         # From here to the ledger's commit nothing awaits: the budget totals the policy reads
         # cannot change before this request's reservation is in them (no cap passed together).
+        return self._decide(request, inspected, now)
+
+    def _decide(self, request: SpendRequest, inspected: Inspection, now: float) -> State:
+        """Risk and the policy's verdict, committed with what was learned: denied by a rule,
+        approved by a rule, or queued for the operator."""
+        flags = self._assess(request, inspected)
         verdict = self.policy.evaluate(
-            request, endpoint, estimate, now=now, dataset=inspected.dataset
+            request, inspected.endpoint, inspected.estimate, now=now, dataset=inspected.dataset
         )
         learned = {
-            "endpoint": endpoint,
-            "estimate": estimate,
+            "endpoint": inspected.endpoint,
+            "estimate": inspected.estimate,
             "risk": flags,
             "verdict": verdict,
-            "skill": skill[:MAX_SKILL_CHARS],
+            "skill": inspected.skill[:MAX_SKILL_CHARS],
         }
         if verdict.outcome == "deny":
             self.ledger.transition(
@@ -114,22 +85,26 @@ class Intake:
             )
             return State.denied
         if verdict.outcome == "auto_approve":
-            decision = Decision(
-                approved=True,
-                by=f"policy: {verdict.rules[0] if verdict.rules else 'auto-approve'}",
-                at=now,
-                ceiling_usdc=approval_ceiling(request, estimate),
-            )
-            rule = next(c.rule for c in verdict.citations if c.effect == "auto_approve")
-            self.ledger.decide(
-                request.id, decision, State.auto_approved, budget_rule=rule, **learned
-            )
-            return State.auto_approved
-        lifetime = self.policy.pending_ttl_s or self.pending_ttl_s
-        self.ledger.transition(
-            request.id, State.pending, at=now, expires_at=now + lifetime, **learned
+            return self.decisions.auto_approve(request, verdict, now, learned)
+        return self.decisions.queue(request.id, now, **learned)
+
+    async def _inspect(self, request: SpendRequest) -> Inspection:
+        if request.kind == Kind.market_call:
+            return await self._inspect_endpoint(request)
+        return await self._inspect_tool(request)
+
+    def _assess(self, request: SpendRequest, inspected: Inspection) -> list[RiskFlag]:
+        endpoint = inspected.endpoint
+        return risk.assess(
+            endpoint,
+            inspected.estimate,
+            request.inputs,
+            first_use_of_provider=not self.ledger.provider_used_before(
+                endpoint.provider, request.id
+            ),
+            agent_max_usdc=request.max_usdc,
+            balance_usdc=inspected.balance_usdc,
         )
-        return State.pending
 
     async def _inspect_endpoint(self, request: SpendRequest) -> Inspection:
         """A market call: the endpoint record and its skill.md (known from an earlier request
@@ -153,8 +128,8 @@ class Intake:
         return Inspection(endpoint, estimate, skill, dry_run.balance_usdc)
 
     async def _inspect_tool(self, request: SpendRequest) -> Inspection:
-        """A charged MCP tool: quoted by its own payment challenge (see broker.paid_tools)."""
-        quote = await self.tools.quote(request.kind, request.dataset_id, request.inputs)
+        """A charged MCP tool: quoted by its own payment challenge (see market.paid_tools)."""
+        quote = await self.market.tools.quote(request.kind, request.dataset_id, request.inputs)
         return Inspection(quote.endpoint, quote.estimate, quote.skill, None, quote.dataset)
 
     def _reject(
@@ -173,10 +148,30 @@ class Intake:
         return State.rejected
 
 
-def approval_ceiling(request: SpendRequest, estimate: Estimate) -> Decimal:
-    """The most this approval lets the console pay: the estimate's upper bound, never above the
-    agent's own max_usdc."""
-    ceiling = estimate.ceiling
-    if request.max_usdc is not None:
-        ceiling = min(ceiling, request.max_usdc)
-    return ceiling
+def _not_inspected(request: SpendRequest, exc: errors.MarketError) -> str:
+    """Why a request that could not be inspected is rejected, in a line for people."""
+    if isinstance(exc, errors.EndpointNotFound):
+        return f"no endpoint {inert_line(request.endpoint_id)}"
+    if isinstance(exc, errors.NotInRegistry):
+        return "the endpoint is not in the marketplace's allowlisted registry"
+    if isinstance(exc, errors.InvalidInputs):
+        problems = "; ".join(
+            f"{inert_line(f.get('field', '?'), 40)} {inert_line(f.get('problem', ''), 80)}"
+            for f in exc.fields
+            if isinstance(f, dict)
+        )
+        return f"invalid inputs: {problems or exc.message}"
+    if isinstance(exc, ToolRefused):
+        return exc.message
+    return f"could not inspect the endpoint: {exc.message}"
+
+
+def _above_agent_max(request: SpendRequest, estimate: Estimate) -> str | None:
+    """Why the request costs more than the agent allowed itself, or None."""
+    lowest = estimate.min_usdc if estimate.min_usdc is not None else estimate.amount_usdc
+    if request.max_usdc is None or lowest <= request.max_usdc:
+        return None
+    return (
+        f"costs at least {format_usdc(lowest)} USDC, above the agent's max_usdc"
+        f" of {format_usdc(request.max_usdc)}"
+    )

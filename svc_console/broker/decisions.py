@@ -1,0 +1,127 @@
+"""Decisions on a request, both kinds, and the rules they share.
+
+A policy rule's automatic approval (at intake) and the operator's approve or deny (through the
+TUI, the CLI or the operator socket) each commit a `Decision` to the ledger before anything is
+paid. Both approve up to the same ceiling (`approval_ceiling`). A request waiting for the operator
+lives for the pending lifetime: the policy's, else the console's setting; every way into
+`pending` (intake, a re-priced challenge, recovery after a restart) goes through `queue`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from svc_console.broker import errors
+from svc_console.broker.params import ApproveParams, DenyParams
+from svc_console.core.models import Decision, Estimate, SpendRequest, Verdict
+from svc_console.core.money import format_usdc
+from svc_console.core.states import State
+from svc_console.ledger import Ledger
+from svc_console.policy import PolicyEngine
+
+log = logging.getLogger(__name__)
+
+
+def approval_ceiling(request: SpendRequest, estimate: Estimate) -> Decimal:
+    """The most this approval lets the console pay: the estimate's upper bound, never above the
+    agent's own max_usdc."""
+    ceiling = estimate.ceiling
+    if request.max_usdc is not None:
+        ceiling = min(ceiling, request.max_usdc)
+    return ceiling
+
+
+class Decisions:
+    def __init__(
+        self,
+        ledger: Ledger,
+        policy: PolicyEngine,
+        *,
+        pending_ttl_s: float,
+        confirm_above_usdc: Decimal | None,
+        clock: Callable[[], float],
+    ):
+        self.ledger, self.policy, self.clock = ledger, policy, clock
+        self._pending_ttl_s = pending_ttl_s
+        self._confirm_above_usdc = confirm_above_usdc
+
+    # -- waiting for the operator -------------------------------------------------------------
+
+    def pending_ttl_s(self) -> float:
+        """How long a request waits for the operator: the policy's lifetime, else the config's."""
+        return self.policy.pending_ttl_s or self._pending_ttl_s
+
+    def queue(self, request_id: str, now: float, **fields: Any) -> State:
+        """Put the request before the operator, to expire after the pending lifetime."""
+        self.ledger.transition(
+            request_id, State.pending, at=now, expires_at=now + self.pending_ttl_s(), **fields
+        )
+        return State.pending
+
+    # -- a policy rule's decision -------------------------------------------------------------
+
+    def auto_approve(
+        self,
+        request: SpendRequest,
+        verdict: Verdict,
+        now: float,
+        learned: dict[str, Any],
+    ) -> State:
+        """Commit the approval an auto-approve rule gave, naming the rule and its budget, with
+        what intake `learned` (its estimate among them)."""
+        decision = Decision(
+            approved=True,
+            by=f"policy: {verdict.rules[0] if verdict.rules else 'auto-approve'}",
+            at=now,
+            ceiling_usdc=approval_ceiling(request, learned["estimate"]),
+        )
+        rule = next(c.rule for c in verdict.citations if c.effect == "auto_approve")
+        self.ledger.decide(request.id, decision, State.auto_approved, budget_rule=rule, **learned)
+        return State.auto_approved
+
+    # -- the operator's decision --------------------------------------------------------------
+
+    def confirmation_needed(self, request: SpendRequest) -> Decimal | None:
+        """The amount the operator must type to approve, or None when a keypress is enough."""
+        threshold = self.policy.confirm_above_usdc
+        if threshold is None:
+            threshold = self._confirm_above_usdc
+        if request.estimate is None or threshold is None:
+            return None
+        ceiling = approval_ceiling(request, request.estimate)
+        return ceiling if ceiling > threshold else None
+
+    def approve(self, request: SpendRequest, params: ApproveParams, by: str) -> Decision:
+        """Commit the operator's approval of a pending request, or raise why it cannot be."""
+        assert request.estimate is not None  # every pending request was priced by its dry run
+        needed = self.confirmation_needed(request)
+        if needed is not None and params.confirm_amount != needed:
+            raise errors.ConfirmationRequired(
+                f"type the amount to approve: {format_usdc(needed)} USDC",
+                amount=format_usdc(needed),
+            )
+        # The policy again, now: a budget may have been spent since the request was queued. No
+        # await from this check to the decision's commit, which reserves the approval's ceiling.
+        blocked = self.policy.approval_blocked(request, self.clock())
+        if blocked is not None:
+            raise errors.BlockedByPolicy(f"the policy forbids approving {request.id}: {blocked}")
+        decision = Decision(
+            approved=True,
+            by=by,
+            at=self.clock(),
+            ceiling_usdc=approval_ceiling(request, request.estimate),
+            note=params.note,
+        )
+        self.ledger.decide(request.id, decision, State.approved)
+        log.info("%s approved by %s up to %s USDC", request.id, by, decision.ceiling_usdc)
+        return decision
+
+    def deny(self, request: SpendRequest, params: DenyParams, by: str) -> Decision:
+        """Commit the operator's deny of a pending request."""
+        decision = Decision(approved=False, by=by, at=self.clock(), note=params.reason)
+        self.ledger.decide(request.id, decision, State.denied)
+        log.info("%s denied by %s", request.id, by)
+        return decision

@@ -12,12 +12,11 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qs
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError as SchemaError
 from pydantic.alias_generators import to_camel
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -39,6 +38,8 @@ from svc_console.sandbox import (
 )
 from svc_console.sandbox.catalog import Catalog, catalog, settleable_chains, skill_markdown
 from svc_console.sandbox.faults import repriced_chain
+from svc_console.sandbox.input_schema import input_problems
+from svc_console.sandbox.pricing import estimate, runtime_price
 from svc_console.sandbox.queries import (
     MARKET_DEFAULT_LIMIT,
     MARKET_MAX_LIMIT,
@@ -47,6 +48,7 @@ from svc_console.sandbox.queries import (
     parse_arguments,
     search_market,
 )
+from svc_console.sandbox.receipt_networks import NETWORKS
 from svc_console.sandbox.state import InsufficientFunds, SandboxState
 from svc_console.sandbox.web import (
     Quiet,
@@ -65,116 +67,10 @@ SEARCH_DEFAULT_LIMIT = MARKET_DEFAULT_LIMIT  # POST /api/search: sandbox.queries
 SEARCH_MAX_LIMIT = MARKET_MAX_LIMIT
 FUNDING_DEFAULT = Decimal(10)
 FUNDING_MAX = Decimal(10_000)
-# Dynamic prices resolve to this granularity: the challenge reads like a real one (0.0437 USDC).
-PRICE_STEP = Decimal("0.0001")
-_MICRO = Decimal("0.000001")
 
-# CAIP-2 identifiers of the settlement networks, as a receipt names them.
-NETWORKS = {
-    "base": "eip155:8453",
-    "ethereum": "eip155:1",
-    "solana": "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
-    "stellar": "stellar:pubnet",
-    "tempo": "tempo:mainnet",
-}
 HEALTH = {"sandbox": True, "service": "svc-console sandbox", "realMoney": False}
 DRY_RUN_POLICY = {"requiresApproval": True, "source": "sandbox default"}
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
-
-
-# --- prices ----------------------------------------------------------------------------------
-
-
-def estimate(record: EndpointRecord) -> Decimal:
-    """What a dry run quotes: the fixed price, or the middle of a dynamic range."""
-    pricing = record.pricing
-    if pricing.model == "fixed":
-        return pricing.amount_usdc  # type: ignore[return-value]
-    middle = (pricing.min_usdc + pricing.max_usdc) / 2  # type: ignore[operator]
-    return middle.quantize(_MICRO, rounding=ROUND_HALF_UP)
-
-
-def runtime_price(record: EndpointRecord, inputs: dict[str, Any], factor: Decimal) -> Decimal:
-    """What the payment challenge asks for: the fixed price, or a point of the dynamic range picked
-    by a hash of the inputs (the same call always costs the same), times the reprice factor."""
-    pricing = record.pricing
-    if pricing.model == "fixed":
-        base: Decimal = pricing.amount_usdc  # type: ignore[assignment]
-    else:
-        low, high = pricing.min_usdc, pricing.max_usdc
-        steps = int((high - low) / PRICE_STEP)  # type: ignore[operator]
-        seed = upstream.digest("price", record.id, upstream.canonical(inputs))
-        base = low + PRICE_STEP * (int.from_bytes(seed[:8], "big") % (steps + 1))  # type: ignore[operator]
-    return (base * factor).quantize(_MICRO, rounding=ROUND_CEILING)
-
-
-# --- input validation ------------------------------------------------------------------------
-
-_TYPE_NAMES = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "true or false",
-    "object": "an object",
-    "array": "a list",
-    "null": "null",
-}
-
-
-def _field(path: list[Any]) -> str:
-    text = ""
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            name = str(part)[:80]
-            text += f".{name}" if text else name
-    return text or "(inputs)"
-
-
-def _describe(error: SchemaError) -> list[tuple[str, str]]:
-    path, rule, value = list(error.absolute_path), error.validator, error.validator_value
-    instance = error.instance
-    if rule == "required":
-        if not isinstance(instance, dict):
-            return []
-        return [(_field([*path, name]), "is required") for name in value if name not in instance]
-    if rule == "additionalProperties":
-        known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
-        return [
-            (_field([*path, key]), "is not a known field") for key in instance if key not in known
-        ]
-    if rule == "type":
-        kinds = value if isinstance(value, list) else [value]
-        problem = "must be " + " or ".join(_TYPE_NAMES.get(k, str(k)) for k in kinds)
-    elif rule == "minLength":
-        problem = "must not be empty" if value == 1 else f"must be at least {value} characters"
-    elif rule == "maxLength":
-        problem = f"must be at most {value} characters"
-    elif rule == "minimum":
-        problem = f"must be at least {value}"
-    elif rule == "maximum":
-        problem = f"must be at most {value}"
-    elif rule == "pattern":
-        problem = f"must match {value}"
-    elif rule == "enum":
-        problem = "must be one of " + ", ".join(json.dumps(v) for v in value)
-    elif rule == "minItems":
-        problem = f"must have at least {value} item(s)"
-    elif rule == "maxItems":
-        problem = f"must have at most {value} items"
-    else:
-        problem = f"breaks the {rule} rule"
-    return [(_field(path), problem)]
-
-
-def input_problems(validator: Draft202012Validator, inputs: dict[str, Any]) -> list[dict[str, str]]:
-    """Every way the inputs break the endpoint's schema, one entry per field and problem."""
-    found: dict[tuple[str, str], None] = {}
-    for error in validator.iter_errors(inputs):
-        for item in _describe(error):
-            found[item] = None
-    return [{"field": field, "problem": problem} for field, problem in sorted(found)]
 
 
 # --- request parsing -------------------------------------------------------------------------

@@ -55,6 +55,8 @@ from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.core.networks import NETWORKS, USDC_ASSETS, evm_chain_id
 from svc_console.sandbox import upstream
 from svc_console.sandbox.catalog import settleable_chains
+from svc_console.sandbox.input_schema import input_problems
+from svc_console.sandbox.pricing import runtime_price
 from svc_console.sandbox.state import InsufficientFunds
 from svc_console.sandbox.web import Refusal, bearer, error_response, json_object
 from svc_console.sandbox.x402 import PaymentInvalid, X402Gate
@@ -143,8 +145,6 @@ class _Market:
         )
 
     def _check_inputs(self, record: EndpointRecord, inputs: dict[str, Any]) -> None:
-        from svc_console.sandbox.app import input_problems
-
         validator = self._validators.get(record.id)
         if validator is None:
             validator = self._validators[record.id] = Draft202012Validator(record.inputs)
@@ -154,8 +154,6 @@ class _Market:
             raise Refusal(422, "INVALID_INPUTS", f"invalid inputs: {summary}", fields=problems)
 
     async def call(self, request: Request) -> Response:
-        from svc_console.sandbox.app import runtime_price
-
         record = self._record(request.path_params["provider"], request.path_params["path"])
         inputs = await json_object(request, "INVALID_INPUTS", empty_ok=True)
         self._check_inputs(record, inputs)

@@ -24,13 +24,10 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from svc_console.sandbox.outbox import Outbox
 from svc_console.sandbox.skills import DEFAULT_SKILLS_MD, MAX_SKILLS_BYTES
-
-if TYPE_CHECKING:
-    from svc_console.sandbox.state import SandboxState
 
 CODE_DIGITS = 6
 CODE_LIFETIME_S = 600
@@ -224,6 +221,17 @@ class Caller:
     kind: Literal["api_key", "oauth"]
 
 
+class BuiltinAccount(Protocol):
+    """What the accounts need of the sandbox state (`SandboxState` is one): the lock every change
+    takes, and the credentials of the built-in account, read on each use so a replaced key counts
+    at once. A protocol, so this module need not import the state that owns it."""
+
+    lock: Any
+    username: str
+    api_key: str
+    api_token: str
+
+
 def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
@@ -237,7 +245,7 @@ class Accounts:
 
     def __init__(
         self,
-        state: SandboxState,
+        state: BuiltinAccount,
         outbox: Outbox,
         *,
         clock: Callable[[], float] = time.time,
@@ -513,8 +521,3 @@ class Accounts:
                 for account in self._accounts.values()
                 if account.wallet is not None
             }
-
-
-def check_mcp_credential(state: SandboxState, bearer: str | None) -> bool:
-    """True for an `sk_live_` key or a live OAuth token carrying scope `mcp:tools`."""
-    return state.accounts.check_mcp_credential(bearer)

@@ -30,8 +30,9 @@ from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.sandbox import (
     account_routes,
     catalogue_routes,
-    compute,
-    faults,
+    compute_routes,
+    fault_injector,
+    fault_routes,
     market_routes,
     mcp,
     upstream,
@@ -450,11 +451,11 @@ def create_app(state: SandboxState, listing: Catalog | None = None) -> ASGIApp:
         Route("/fund/{username}", sandbox.fund_page, methods=["GET"]),
         Route("/fund/{username}", sandbox.fund, methods=["POST"]),
         *account_routes.routes(state, sandbox.catalog),
-        *compute.routes(state, sandbox.catalog),
+        *compute_routes.routes(state, sandbox.catalog),
         *mcp.routes(state, sandbox.catalog),
         *catalogue_routes.routes(state, sandbox.catalog),
         *market_routes.routes(state, sandbox.catalog),
-        *faults.routes(state, sandbox.catalog),
+        *fault_routes.routes(state, sandbox.catalog),
     ]
     app = Starlette(
         routes=routes,
@@ -465,4 +466,4 @@ def create_app(state: SandboxState, listing: Catalog | None = None) -> ASGIApp:
         },
     )
     # Outermost, so a fault can fail, delay, cut or garble any answer (see sandbox.faults).
-    return faults.FaultInjector(Quiet(app), state, sandbox.catalog)
+    return fault_injector.FaultInjector(Quiet(app), state, sandbox.catalog)

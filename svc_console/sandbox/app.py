@@ -2,7 +2,7 @@
 the funding page, answering exactly the wire contract the clients in `svc_console.market` speak.
 
 Answers are built with the domain models of `svc_console.core.models`, so what the sandbox sends is
-what the console parses. See the package docstring for the choices made where SPEC.md is silent.
+what the console parses. docs/sandbox.md lists the choices made where SPEC.md is silent.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
 
+from svc_console.core.models import EndpointRecord
+from svc_console.sandbox.web import Refusal
+
 _TYPE_NAMES = {
     "string": "a string",
     "integer": "an integer",
@@ -77,3 +80,20 @@ def input_problems(validator: Draft202012Validator, inputs: dict[str, Any]) -> l
         for item in _describe(error):
             found[item] = None
     return [{"field": field, "problem": problem} for field, problem in sorted(found)]
+
+
+class InputCheck:
+    """Refuses inputs that break an endpoint's schema (422 `INVALID_INPUTS`, one entry per field),
+    compiling each endpoint's schema once."""
+
+    def __init__(self) -> None:
+        self._validators: dict[str, Draft202012Validator] = {}
+
+    def __call__(self, record: EndpointRecord, inputs: dict[str, Any]) -> None:
+        validator = self._validators.get(record.id)
+        if validator is None:
+            validator = self._validators[record.id] = Draft202012Validator(record.inputs)
+        problems = input_problems(validator, inputs)
+        if problems:
+            summary = "; ".join(f"{p['field']} {p['problem']}" for p in problems)
+            raise Refusal(422, "INVALID_INPUTS", f"invalid inputs: {summary}", fields=problems)

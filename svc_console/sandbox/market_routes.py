@@ -45,7 +45,6 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from jsonschema import Draft202012Validator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -55,7 +54,8 @@ from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.core.networks import NETWORKS, USDC_ASSETS, evm_chain_id
 from svc_console.sandbox import upstream
 from svc_console.sandbox.catalog import settleable_chains
-from svc_console.sandbox.input_schema import input_problems
+from svc_console.sandbox.funding_page import FUNDING_DEFAULT, FUNDING_MAX
+from svc_console.sandbox.input_schema import InputCheck
 from svc_console.sandbox.pricing import runtime_price
 from svc_console.sandbox.state import InsufficientFunds
 from svc_console.sandbox.web import Refusal, bearer, error_response, json_object
@@ -66,8 +66,6 @@ if TYPE_CHECKING:
     from svc_console.sandbox.mpp import MppGate
     from svc_console.sandbox.state import SandboxState
 
-FUNDING_DEFAULT = Decimal(10)
-FUNDING_MAX = Decimal(10_000)
 SANDBOX_HEADERS = {"X-Sandbox": "true"}
 
 
@@ -109,7 +107,7 @@ class _Market:
         self.state, self.catalog = state, listing
         self.gate = X402Gate(state)
         self._mpp: MppGate | None = None
-        self._validators: dict[str, Draft202012Validator] = {}
+        self._check_inputs = InputCheck()
 
     @property
     def mpp(self) -> MppGate:
@@ -143,15 +141,6 @@ class _Market:
             provider=provider[:200],
             path=wanted[:200],
         )
-
-    def _check_inputs(self, record: EndpointRecord, inputs: dict[str, Any]) -> None:
-        validator = self._validators.get(record.id)
-        if validator is None:
-            validator = self._validators[record.id] = Draft202012Validator(record.inputs)
-        problems = input_problems(validator, inputs)
-        if problems:
-            summary = "; ".join(f"{p['field']} {p['problem']}" for p in problems)
-            raise Refusal(422, "INVALID_INPUTS", f"invalid inputs: {summary}", fields=problems)
 
     async def call(self, request: Request) -> Response:
         record = self._record(request.path_params["provider"], request.path_params["path"])

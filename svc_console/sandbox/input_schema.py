@@ -1,7 +1,7 @@
 """How call inputs break an endpoint's JSON Schema, said per field in words a caller can act on.
 
-Shared by the wallet proxy (`sandbox.app`) and the direct market calls (`sandbox.market_routes`), so
-both refuse the same inputs with the same `INVALID_INPUTS` fields.
+Shared by the wallet proxy (`sandbox.wallet_proxy`) and the direct market calls
+(`sandbox.market_routes`), so both refuse the same inputs with the same `INVALID_INPUTS` fields.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What an endpoint of the sandbox costs: the dry run's quote and the payment challenge's price.
 
-Shared by the wallet proxy (`sandbox.app`) and the direct market calls (`sandbox.market_routes`),
-so both ask the same price for the same call.
+Shared by the wallet proxy (`sandbox.wallet_proxy`) and the direct market calls
+(`sandbox.market_routes`), so both ask the same price for the same call.
 """
 
 from __future__ import annotations

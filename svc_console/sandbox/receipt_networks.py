@@ -1,6 +1,6 @@
 """The network a sandbox receipt names for each chain, as a CAIP-2 identifier.
 
-Read by the wallet proxy's receipts (`sandbox.app`) and the account's charge history
+Read by the wallet proxy's receipts (`sandbox.wallet_proxy`) and the account's charge history
 (`sandbox.account_routes`), so both name a chain alike. Tempo keeps the name the wallet proxy
 has always answered (`tempo:mainnet`), not the EVM chain id `core.networks` gives the x402 and
 MPP gates.

@@ -79,9 +79,7 @@ if TYPE_CHECKING:
     from svc_console.sandbox.state import SandboxState
 
 __all__ = [
-    "NETWORKS",
     "SANDBOX_PAY_TO",
-    "USDC_ASSETS",
     "PaymentInvalid",
     "Settlement",
     "X402Gate",

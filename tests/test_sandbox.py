@@ -24,7 +24,6 @@ from svc_console.market import errors
 from svc_console.market.rest import MarketClient
 from svc_console.market.wallet import WalletClient
 from svc_console.sandbox import upstream
-from svc_console.sandbox.app import runtime_price
 from svc_console.sandbox.catalog import (
     FX_ID,
     SCRAPE_ID,
@@ -32,6 +31,7 @@ from svc_console.sandbox.catalog import (
     build_catalog,
     catalog,
 )
+from svc_console.sandbox.pricing import runtime_price
 from svc_console.sandbox.server import SandboxServer, write_credentials
 from svc_console.sandbox.state import SandboxState
 

@@ -28,7 +28,7 @@ from svc_console.config.service import ServiceConfig
 from svc_console.core.models import FundingCheckout
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
-from svc_console.sandbox import accounts as sandbox_accounts
+from svc_console.sandbox.wallet_keys import WalletKeys
 from svc_console.tui import bindings
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.colors import Palette
@@ -49,7 +49,7 @@ HOSTILE = "\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\ [@click=app.qui
 PLAIN = Palette(heading="bold", label="dim", high="red", warn="yellow", info="blue", good="green")
 
 
-def fixed_wallet_keys() -> sandbox_accounts.WalletKeys:
+def fixed_wallet_keys() -> WalletKeys:
     """The sandbox's wallet keys made from fixed seeds, so addresses are the same in every run."""
     evm = EthAccount.from_key("0x" + "11" * 32)
     ed = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
@@ -59,7 +59,7 @@ def fixed_wallet_keys() -> sandbox_accounts.WalletKeys:
     public = ed.public_key().public_bytes(
         serialization.Encoding.Raw, serialization.PublicFormat.Raw
     )
-    return sandbox_accounts.WalletKeys(
+    return WalletKeys(
         evm_address=evm.address,
         solana_address=base58.b58encode(public).decode("ascii"),
         evm_private_key="0x" + "11" * 32,
@@ -76,7 +76,7 @@ def console(make_runtime: Callable[..., Runtime], clock: FakeClock) -> Callable[
 def pinned(monkeypatch: pytest.MonkeyPatch, sandbox: Any) -> Callable[[ConsoleApp], ConsoleApp]:
     """For screenshots: fixed wallet addresses, a long poll (nothing changes while the picture
     is taken), and the sandbox writing the pinned address into its funding links."""
-    monkeypatch.setattr(sandbox_accounts.WalletKeys, "create", classmethod(lambda cls: KEYS))
+    monkeypatch.setattr(WalletKeys, "create", classmethod(lambda cls: KEYS))
     monkeypatch.setattr(wallet, "POLL_S", 3600.0)
 
     def pin(app: ConsoleApp) -> ConsoleApp:

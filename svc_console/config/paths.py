@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from svc_console.core.home import home_folder
+
 # sun_path of a Unix socket holds 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH = 107
 
@@ -55,12 +57,6 @@ class Paths:
 
 def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:
     env = os.environ if env is None else env
-    explicit = bool(env.get("SVC_CONSOLE_HOME"))
-    if explicit:
-        home = Path(env["SVC_CONSOLE_HOME"]).expanduser().absolute()
-    else:
-        import platformdirs
-
-        home = Path(platformdirs.user_data_dir("svc-console", appauthor=False))
+    home, explicit = home_folder(env)
     socket = Path(env["SVC_CONSOLE_SOCKET"]) if env.get("SVC_CONSOLE_SOCKET") else home / "svc.sock"
     return Paths(home=home, socket=socket.expanduser().absolute(), explicit_home=explicit)

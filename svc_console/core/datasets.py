@@ -3,7 +3,7 @@ publish state of a listing, as the marketplace sends them (camelCase on the wire
 
 SPEC.md fixes the listing's searchable attributes (title, description, tags, category, tier,
 modality, format, price, schema columns, quality signals); the rest of each shape is the sandbox's
-documented choice (see `svc_console.sandbox`), and the console parses exactly that.
+documented choice (see docs/sandbox.md), and the console parses exactly that.
 """
 
 from __future__ import annotations

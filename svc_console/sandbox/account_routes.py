@@ -31,6 +31,7 @@ from svc_console.sandbox.accounts import (
     normal_email,
 )
 from svc_console.sandbox.datasets import dataset_catalog
+from svc_console.sandbox.receipt_networks import NETWORKS
 from svc_console.sandbox.web import Refusal, bearer, json_object, read_body
 
 if TYPE_CHECKING:
@@ -98,8 +99,6 @@ def _since(text: str) -> datetime:
 
 class _AccountRoutes:
     def __init__(self, state: SandboxState, listing: Catalog):
-        from svc_console.sandbox.app import NETWORKS
-
         self.state, self.listing, self.networks = state, listing, NETWORKS
 
     @property

@@ -6,7 +6,7 @@ connections and the account wallets (real keys, made-up money).
 - A login (`verify-otp`, `svc_auth_complete`) issues a fresh `sk_live_` key each time; earlier keys
   stay valid (the sandbox revokes nothing). The first login of an address also returns
   `walletConfig`: an EVM key (eth-account) and a Solana key (ed25519, base58). The sandbox forgets
-  the private keys once they have been shown: they are shown exactly once.
+  the private keys once they have been shown: they are shown exactly once (`sandbox.wallet_keys`).
 - A wallet connection (`connect/complete`) binds a chosen username to the address's account and
   issues an `apiToken` for the wallet proxy. Every wallet draws on the one sandbox balance.
 - The state's own credentials (`state.api_key`, `state.api_token`, `state.username`) belong to a
@@ -24,13 +24,11 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from svc_console.sandbox.outbox import Outbox
 from svc_console.sandbox.skills import DEFAULT_SKILLS_MD, MAX_SKILLS_BYTES
-
-if TYPE_CHECKING:
-    from svc_console.sandbox.state import SandboxState
+from svc_console.sandbox.wallet_keys import WalletKeys
 
 CODE_DIGITS = 6
 CODE_LIFETIME_S = 600
@@ -45,13 +43,6 @@ SCOPES = {
 }
 DEFAULT_SCOPE = "mcp:tools"
 BUILTIN_AGENT_ID = "agent_sandbox"
-# The chains a wallet is provisioned on and the key that serves each.
-WALLET_CHAINS: dict[str, Literal["evm", "solana"]] = {
-    "base": "evm",
-    "solana": "solana",
-    "ethereum": "evm",
-    "tempo": "evm",
-}
 
 Purpose = Literal["login", "connect"]
 _EMAIL = re.compile(r"^[^@\s\"<>()\[\],;:\\]{1,64}@[A-Za-z0-9.-]{1,190}\.[A-Za-z]{2,24}$")
@@ -96,61 +87,6 @@ def check_username(value: object) -> str:
             " starting with a letter or digit"
         )
     return value
-
-
-# --- keys --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WalletKeys:
-    """An account wallet: the addresses always, the private keys until they were shown once."""
-
-    evm_address: str
-    solana_address: str
-    evm_private_key: str | None = field(default=None, repr=False)
-    solana_private_key: str | None = field(default=None, repr=False)
-
-    @classmethod
-    def create(cls) -> WalletKeys:
-        import base58
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-        from eth_account import Account
-
-        evm = Account.create()
-        ed = Ed25519PrivateKey.generate()
-        seed = ed.private_bytes(
-            serialization.Encoding.Raw,
-            serialization.PrivateFormat.Raw,
-            serialization.NoEncryption(),
-        )
-        public = ed.public_key().public_bytes(
-            serialization.Encoding.Raw, serialization.PublicFormat.Raw
-        )
-        return cls(
-            evm_address=evm.address,
-            solana_address=base58.b58encode(public).decode("ascii"),
-            evm_private_key="0x" + bytes(evm.key).hex(),
-            # Solana's usual export: the 32-byte seed then the 32-byte public key, base58.
-            solana_private_key=base58.b58encode(seed + public).decode("ascii"),
-        )
-
-    def addresses(self) -> dict[str, str]:
-        return {
-            chain: self.evm_address if kind == "evm" else self.solana_address
-            for chain, kind in WALLET_CHAINS.items()
-        }
-
-    def config(self) -> dict[str, Any]:
-        """`walletConfig` as the first login returns it (private keys included)."""
-        return {
-            "evm": {"address": self.evm_address, "privateKey": self.evm_private_key},
-            "solana": {"address": self.solana_address, "privateKey": self.solana_private_key},
-            "chains": {chain: kind for chain, kind in WALLET_CHAINS.items()},
-        }
-
-    def forget_private_keys(self) -> WalletKeys:
-        return WalletKeys(evm_address=self.evm_address, solana_address=self.solana_address)
 
 
 # --- records -----------------------------------------------------------------------------------
@@ -224,6 +160,17 @@ class Caller:
     kind: Literal["api_key", "oauth"]
 
 
+class BuiltinAccount(Protocol):
+    """What the accounts need of the sandbox state (`SandboxState` is one): the lock every change
+    takes, and the credentials of the built-in account, read on each use so a replaced key counts
+    at once. A protocol, so this module need not import the state that owns it."""
+
+    lock: Any
+    username: str
+    api_key: str
+    api_token: str
+
+
 def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
@@ -237,7 +184,7 @@ class Accounts:
 
     def __init__(
         self,
-        state: SandboxState,
+        state: BuiltinAccount,
         outbox: Outbox,
         *,
         clock: Callable[[], float] = time.time,
@@ -513,8 +460,3 @@ class Accounts:
                 for account in self._accounts.values()
                 if account.wallet is not None
             }
-
-
-def check_mcp_credential(state: SandboxState, bearer: str | None) -> bool:
-    """True for an `sk_live_` key or a live OAuth token carrying scope `mcp:tools`."""
-    return state.accounts.check_mcp_credential(bearer)

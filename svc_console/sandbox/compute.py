@@ -1,5 +1,6 @@
 """Compute jobs of the paid MCP tools (`svc_breed_agent`, `merge_models`): made-up GPU work that
-moves through `queued` -> `running` -> `succeeded`, and `GET /api/jobs/{id}` to follow one.
+moves through `queued` -> `running` -> `succeeded`; `sandbox.compute_routes` serves
+`GET /api/jobs/{id}` to follow one.
 
 A job advances one step per look (each `GET /api/jobs/{id}`) or every `STEP_S` seconds of its
 `clock`, whichever comes first, so a test can watch it finish without sleeping and an idle job
@@ -14,17 +15,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
-
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from typing import Any
 
 from svc_console.sandbox import upstream
-from svc_console.sandbox.web import Refusal, bearer
-
-if TYPE_CHECKING:
-    from svc_console.sandbox.state import SandboxState
 
 STATES = ("queued", "running", "succeeded")
 STEP_S = 5.0
@@ -150,24 +143,3 @@ class JobBoard:
             result["mergeMethod"] = job.params.get("merge_method")
             result["sources"] = job.params.get("models", [])
         return result
-
-
-def routes(state: SandboxState, listing: object) -> list[Route]:
-    """`GET /api/jobs/{job_id}`: the record of one of the caller's jobs (key or mcp:tools token).
-    Each call counts as a look and may advance the job."""
-
-    async def job(request: Request) -> Response:
-        caller = state.accounts.caller(bearer(request))
-        if caller is None or "mcp:tools" not in caller.scopes:
-            raise Refusal(
-                401,
-                "UNAUTHORIZED",
-                "missing or invalid API key or mcp:tools token",
-                headers={"WWW-Authenticate": 'Bearer realm="svc-console sandbox"'},
-            )
-        record = state.jobs.look(request.path_params["job_id"], caller.agent_id)
-        if record is None:
-            raise Refusal(404, "NOT_FOUND", "no job with that id for this agent")
-        return JSONResponse(record)
-
-    return [Route("/api/jobs/{job_id}", job, methods=["GET"])]

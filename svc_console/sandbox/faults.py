@@ -36,42 +36,25 @@ The switch, authenticated with the sandbox's API key (`Authorization: Bearer sk_
 "delayMs"?, "factor"?, "chain"?, "endpointId"?, "provider"?}` (201, `{"fault": {...}}`); `GET
 /sandbox/faults` (`{"faults": [...], "delisted": [...]}`, each fault with `fired` and
 `remaining`); `DELETE /sandbox/faults` (clears all, `{"cleared", "restored"}`); `DELETE
-/sandbox/faults/{id}`. From Python: `state.faults.add(kind, ...)`, `state.faults.set(kind, ...)`
+/sandbox/faults/{id}` (served by `sandbox.fault_routes`; `sandbox.fault_injector` applies the faults
+to each request). From Python: `state.faults.add(kind, ...)`, `state.faults.set(kind, ...)`
 (clear, then add), `state.faults.remove(id)`, `state.faults.clear()`, `state.faults.list()`.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import contextvars
 import fnmatch
 import itertools
-import json
 import random
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any
-
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from typing import Any
 
 from svc_console.core.taxonomy import CHAINS
-from svc_console.sandbox.web import (
-    MAX_BODY_BYTES,
-    Refusal,
-    bearer,
-    error_response,
-    json_object,
-    same_secret,
-)
-
-if TYPE_CHECKING:
-    from svc_console.sandbox.catalog import Catalog
-    from svc_console.sandbox.state import SandboxState
 
 ADMIN_PATH = "/sandbox/faults"
 KINDS = ("error", "latency", "drop", "malformed", "reprice", "delist")
@@ -89,12 +72,6 @@ DEFAULT_STATUS = 503
 DEFAULT_DELAY_MS = 500
 MAX_DELAY_MS = 60_000
 DEFAULT_FACTOR = Decimal(2)
-_STATUS_CODES = {
-    500: "INTERNAL",
-    502: "BAD_GATEWAY",
-    503: "SERVICE_UNAVAILABLE",
-    504: "GATEWAY_TIMEOUT",
-}
 # Kind-specific options, so an option given to the wrong kind is refused rather than ignored.
 _OPTIONS = {
     "error": {"status"},
@@ -104,7 +81,6 @@ _OPTIONS = {
     "drop": set(),
     "malformed": set(),
 }
-_WIRE_NAMES = {"delayMs": "delay_ms", "endpointId": "endpoint_id"}
 
 # The extra price factor of the request being handled (1 outside a repriced request). Read by
 # `SandboxState.reprice_factor`, so a fault reprices exactly the requests it fired on.
@@ -125,6 +101,21 @@ def reprice_factor() -> Decimal:
 
 def repriced_chain() -> str | None:
     return _rechain.get()
+
+
+@contextlib.contextmanager
+def repriced(factor: Decimal, chain: str | None) -> Iterator[None]:
+    """Within it, the request being handled costs `factor` times its price and, given `chain`,
+    settles there (what `reprice_factor` and `repriced_chain` answer)."""
+    token = _reprice.set(_reprice.get() * factor) if factor != 1 else None
+    chain_token = _rechain.set(chain) if chain else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _reprice.reset(token)
+        if chain_token is not None:
+            _rechain.reset(chain_token)
 
 
 @dataclass
@@ -211,6 +202,45 @@ def _routes(routes: Iterable[str] | str | None) -> tuple[str, ...]:
     return tuple(result)
 
 
+def _refuse_stray_options(kind: str, **options: Any) -> None:
+    """An option given to a kind it does not apply to is refused rather than ignored."""
+    given = {name for name, value in options.items() if value is not None}
+    stray = sorted(given - _OPTIONS[kind])
+    if stray:
+        raise ValueError(f"{stray[0]} does not apply to {kind} faults")
+
+
+def _how_often(
+    count: int | None, rate: float | None, seed: int | None
+) -> tuple[int | None, float | None, int | None]:
+    """`count`, `rate` and `seed` checked; a rate without a seed draws from seed 0."""
+    if count is not None:
+        count = _int("count", count, 1, 1_000_000)
+    if rate is not None:
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate <= 1:
+            raise ValueError("rate must be a number above 0 and at most 1")
+        rate = float(rate)
+        seed = 0 if seed is None else _int("seed", seed, 0, 2**63 - 1)
+    elif seed is not None:
+        raise ValueError("seed applies only with a rate")
+    return count, rate, seed
+
+
+def _reprice_factor(factor: Decimal | str | int | float | None, chain: str | None) -> Decimal:
+    """A reprice fault's factor, checked (with its chain)."""
+    if chain is not None and chain not in CHAINS:
+        raise ValueError(f"chain must be one of {', '.join(CHAINS)}")
+    # A moved chain alone keeps the price; a bare reprice doubles it.
+    default = Decimal(1) if chain is not None else DEFAULT_FACTOR
+    try:
+        value = default if factor is None else Decimal(str(factor))
+    except InvalidOperation:
+        raise ValueError("factor must be a number") from None
+    if not value.is_finite() or not 0 < value <= 1000:
+        raise ValueError("factor must be above 0 and at most 1000")
+    return value
+
+
 class Faults:
     """The faults armed on one sandbox. Thread-safe: the server and a test change it at once."""
 
@@ -239,30 +269,16 @@ class Faults:
         """Arms a fault; raises ValueError naming the option at fault."""
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}")
-        given = {
-            name
-            for name, value in (
-                ("status", status),
-                ("delay_ms", delay_ms),
-                ("factor", factor),
-                ("chain", chain),
-                ("endpoint_id", endpoint_id),
-                ("provider", provider),
-            )
-            if value is not None
-        }
-        stray = sorted(given - _OPTIONS[kind])
-        if stray:
-            raise ValueError(f"{stray[0]} does not apply to {kind} faults")
-        if count is not None:
-            count = _int("count", count, 1, 1_000_000)
-        if rate is not None:
-            if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate <= 1:
-                raise ValueError("rate must be a number above 0 and at most 1")
-            rate = float(rate)
-            seed = 0 if seed is None else _int("seed", seed, 0, 2**63 - 1)
-        elif seed is not None:
-            raise ValueError("seed applies only with a rate")
+        _refuse_stray_options(
+            kind,
+            status=status,
+            delay_ms=delay_ms,
+            factor=factor,
+            chain=chain,
+            endpoint_id=endpoint_id,
+            provider=provider,
+        )
+        count, rate, seed = _how_often(count, rate, seed)
         if kind == "error":
             status = DEFAULT_STATUS if status is None else _int("status", status, 500, 599)
         if kind == "latency":
@@ -272,16 +288,7 @@ class Faults:
                 else _int("delay_ms", delay_ms, 0, MAX_DELAY_MS)
             )
         if kind == "reprice":
-            if chain is not None and chain not in CHAINS:
-                raise ValueError(f"chain must be one of {', '.join(CHAINS)}")
-            # A moved chain alone keeps the price; a bare reprice doubles it.
-            default = Decimal(1) if chain is not None else DEFAULT_FACTOR
-            try:
-                factor = default if factor is None else Decimal(str(factor))
-            except InvalidOperation:
-                raise ValueError("factor must be a number") from None
-            if not factor.is_finite() or not 0 < factor <= 1000:
-                raise ValueError("factor must be above 0 and at most 1000")
+            factor = _reprice_factor(factor, chain)
         for name, value in (("endpoint_id", endpoint_id), ("provider", provider)):
             if value is not None and (not isinstance(value, str) or not 0 < len(value) <= 200):
                 raise ValueError(f"{name} must be a non-empty string")
@@ -353,217 +360,3 @@ class Faults:
                 fault.fired += 1
                 fired.append(fault)
         return fired
-
-
-# --- the middleware --------------------------------------------------------------------------
-
-
-async def _buffered(receive: Receive) -> tuple[bytes | None, Receive]:
-    """Reads the request body (when it fits) and returns a `receive` that replays it."""
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return None, receive
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        chunks.append(chunk)
-        if size > MAX_BODY_BYTES:
-            return None, receive
-        if not message.get("more_body", False):
-            break
-    body, replayed = b"".join(chunks), False
-
-    async def replay() -> Message:
-        nonlocal replayed
-        if not replayed:
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return body, replay
-
-
-def _with_length(headers: list[tuple[bytes, bytes]], length: int) -> list[tuple[bytes, bytes]]:
-    kept = [(k, v) for k, v in headers if k.lower() != b"content-length"]
-    return [*kept, (b"content-length", str(length).encode())]
-
-
-class FaultInjector:
-    """ASGI middleware that applies `state.faults` to each request."""
-
-    def __init__(self, app: ASGIApp, state: SandboxState, listing: Catalog):
-        self.app, self.state, self.catalog = app, state, listing
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        if scope["type"] != "http" or path == ADMIN_PATH or path.startswith(ADMIN_PATH + "/"):
-            await self.app(scope, receive, send)
-            return
-        fired = self.state.faults.fire(path)
-        if not fired:
-            await self.app(scope, receive, send)
-            return
-        delay = sum(f.delay_ms or 0 for f in fired if f.kind == "latency")
-        if delay:
-            await asyncio.sleep(delay / 1000)
-        for fault in (f for f in fired if f.kind == "delist"):
-            receive = await self._delist(fault, scope, receive)
-        error = next((f for f in fired if f.kind == "error"), None)
-        if error is not None:
-            status = error.status or DEFAULT_STATUS
-            response = error_response(
-                status,
-                _STATUS_CODES.get(status, f"HTTP_{status}"),
-                f"the sandbox injected this failure (fault {error.id}); nothing was executed",
-                fault=error.id,
-            )
-            await response(scope, receive, send)
-            return
-        factor = Decimal(1)
-        for fault in (f for f in fired if f.kind == "reprice"):
-            factor *= fault.factor or DEFAULT_FACTOR
-        token = _reprice.set(_reprice.get() * factor) if factor != 1 else None
-        moved = next((f.chain for f in fired if f.kind == "reprice" and f.chain), None)
-        chain_token = _rechain.set(moved) if moved else None
-        try:
-            mangle = next((f for f in fired if f.kind in ("drop", "malformed")), None)
-            if mangle is None:
-                await self.app(scope, receive, send)
-            else:
-                await self._mangled(mangle.kind, scope, receive, send)
-        finally:
-            if token is not None:
-                _reprice.reset(token)
-            if chain_token is not None:
-                _rechain.reset(chain_token)
-
-    async def _delist(self, fault: Fault, scope: Scope, receive: Receive) -> Receive:
-        if fault.endpoint_id is not None:
-            targets = [fault.endpoint_id]
-        elif fault.provider is not None:
-            targets = self._provider_endpoints(fault.provider)
-        else:
-            targets, receive = await self._named_by_request(scope, receive)
-        for endpoint_id in targets:
-            if self.state.in_registry(endpoint_id):
-                self.state.remove_from_registry(endpoint_id)
-                self.state.faults.note_delisted([endpoint_id])
-        return receive
-
-    def _provider_endpoints(self, provider: str) -> list[str]:
-        wanted = {provider, f"prov_{provider}"}
-        return [r.id for r in self.catalog.endpoints if r.provider in wanted]
-
-    async def _named_by_request(self, scope: Scope, receive: Receive) -> tuple[list[str], Receive]:
-        parts = scope["path"].split("/")
-        if scope["path"].startswith("/api/market/") and len(parts) > 3 and parts[3]:
-            return self._provider_endpoints(parts[3]), receive
-        if fnmatch.fnmatchcase(scope["path"], ROUTE_GROUPS["proxy"][0]):
-            body, receive = await _buffered(receive)
-            try:
-                endpoint_id = json.loads(body or b"{}").get("endpointId")
-            except (ValueError, AttributeError):
-                endpoint_id = None
-            return ([endpoint_id] if isinstance(endpoint_id, str) else []), receive
-        return [], receive
-
-    async def _mangled(self, kind: str, scope: Scope, receive: Receive, send: Send) -> None:
-        start: Message | None = None
-        parts: list[bytes] = []
-
-        async def capture(message: Message) -> None:
-            nonlocal start
-            if message["type"] == "http.response.start":
-                start = message
-            elif message["type"] == "http.response.body":
-                parts.append(message.get("body", b""))
-
-        await self.app(scope, receive, capture)
-        if start is None:
-            return
-        body = b"".join(parts)
-        headers = list(start.get("headers", []))
-        if kind == "drop":
-            # Promise the whole body, send half, and return: the server closes the connection on
-            # an answer left incomplete, as a crashed proxy or a cut network would.
-            await send({**start, "headers": _with_length(headers, max(len(body), 1))})
-            await send(
-                {"type": "http.response.body", "body": body[: len(body) // 2], "more_body": True}
-            )
-            return
-        garbled = body[: len(body) // 2] + b'\x00\xff"<sandbox: malformed body>'
-        await send({**start, "headers": _with_length(headers, len(garbled))})
-        await send({"type": "http.response.body", "body": garbled})
-
-
-# --- the switch ------------------------------------------------------------------------------
-
-
-def _require_key(state: SandboxState, request: Request) -> None:
-    if not same_secret(bearer(request), state.api_key):
-        raise Refusal(
-            401,
-            "UNAUTHORIZED",
-            "missing or invalid API key",
-            headers={"WWW-Authenticate": 'Bearer realm="svc-console sandbox"'},
-        )
-
-
-_ALLOWED = {
-    "kind",
-    "routes",
-    "count",
-    "rate",
-    "seed",
-    "status",
-    "delayMs",
-    "factor",
-    "chain",
-    "endpointId",
-    "provider",
-}
-
-
-def routes(state: SandboxState, listing: Catalog) -> list[Route]:
-    """`/sandbox/faults`: arm, list and clear faults."""
-
-    async def arm(request: Request) -> Response:
-        _require_key(state, request)
-        body = await json_object(request, "INVALID_PARAMS")
-        unknown = sorted(str(key)[:40] for key in body if key not in _ALLOWED)
-        if unknown:
-            raise Refusal(400, "INVALID_PARAMS", f"unknown option(s): {', '.join(unknown)}")
-        options = {_WIRE_NAMES.get(key, key): value for key, value in body.items()}
-        kind = options.pop("kind", None)
-        try:
-            fault = state.faults.add(str(kind) if kind is not None else "", **options)
-        except ValueError as exc:
-            raise Refusal(400, "INVALID_PARAMS", str(exc)) from None
-        return JSONResponse({"fault": fault.as_json(), "sandbox": True}, status_code=201)
-
-    async def show(request: Request) -> Response:
-        _require_key(state, request)
-        return JSONResponse(
-            {"faults": state.faults.list(), "delisted": state.faults.delisted, "sandbox": True}
-        )
-
-    async def clear(request: Request) -> Response:
-        _require_key(state, request)
-        cleared = len(state.faults.list())
-        restored = state.faults.clear()
-        return JSONResponse({"cleared": cleared, "restored": restored, "sandbox": True})
-
-    async def remove(request: Request) -> Response:
-        _require_key(state, request)
-        fault_id = request.path_params["fault_id"]
-        if not state.faults.remove(fault_id):
-            raise Refusal(404, "NOT_FOUND", "no fault with that id", faultId=fault_id[:40])
-        return JSONResponse({"removed": fault_id, "sandbox": True})
-
-    return [
-        Route(ADMIN_PATH, arm, methods=["POST"]),
-        Route(ADMIN_PATH, show, methods=["GET"]),
-        Route(ADMIN_PATH, clear, methods=["DELETE"]),
-        Route(ADMIN_PATH + "/{fault_id}", remove, methods=["DELETE"]),
-    ]

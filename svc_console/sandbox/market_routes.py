@@ -1,4 +1,4 @@
-"""Paid calls straight to a market provider, and the funding checkout.
+"""Paid calls straight to a market provider.
 
 `POST /api/market/{provider}/{path}` calls one endpoint of a registered provider directly, paid
 per call over the provider's protocol, as an agent without the wallet proxy would:
@@ -27,12 +27,6 @@ per call over the provider's protocol, as an agent without the wallet proxy woul
 - Paid: the provider's answer itself (JSON, Markdown, or the bytes of an image or a sound), with
   `PAYMENT-RESPONSE` (v1: `X-PAYMENT-RESPONSE`) or `Payment-Receipt`, `X-Sandbox: true` and
   `Cache-Control: private`.
-
-`POST /api/funding/checkout` (the API key, or a wallet `apiToken`; body optional:
-`{"amountUsdc"?: "10", "username"?}`) starts a funding checkout: `{"checkoutUrl", "fundingUrl",
-"username", "amountUsdc", "balanceUsdc", "sandbox": true}`. The checkout address is the
-sandbox's funding page for that wallet with the amount filled in; its form credits the balance,
-after which calls refused with `WALLET_UNFUNDED` go through.
 """
 
 from __future__ import annotations
@@ -43,20 +37,20 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
-from jsonschema import Draft202012Validator
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
-from svc_console.core.models import EndpointRecord, FundingCheckout
-from svc_console.core.money import format_usdc, parse_usdc
+from svc_console.core.models import EndpointRecord
+from svc_console.core.money import format_usdc
 from svc_console.core.networks import NETWORKS, USDC_ASSETS, evm_chain_id
 from svc_console.sandbox import upstream
 from svc_console.sandbox.catalog import settleable_chains
+from svc_console.sandbox.input_schema import InputCheck
+from svc_console.sandbox.pricing import runtime_price
 from svc_console.sandbox.state import InsufficientFunds
-from svc_console.sandbox.web import Refusal, bearer, error_response, json_object
+from svc_console.sandbox.web import Refusal, error_response, json_object
 from svc_console.sandbox.x402 import PaymentInvalid, X402Gate
 
 if TYPE_CHECKING:
@@ -64,8 +58,6 @@ if TYPE_CHECKING:
     from svc_console.sandbox.mpp import MppGate
     from svc_console.sandbox.state import SandboxState
 
-FUNDING_DEFAULT = Decimal(10)
-FUNDING_MAX = Decimal(10_000)
 SANDBOX_HEADERS = {"X-Sandbox": "true"}
 
 
@@ -107,7 +99,7 @@ class _Market:
         self.state, self.catalog = state, listing
         self.gate = X402Gate(state)
         self._mpp: MppGate | None = None
-        self._validators: dict[str, Draft202012Validator] = {}
+        self._check_inputs = InputCheck()
 
     @property
     def mpp(self) -> MppGate:
@@ -142,20 +134,7 @@ class _Market:
             path=wanted[:200],
         )
 
-    def _check_inputs(self, record: EndpointRecord, inputs: dict[str, Any]) -> None:
-        from svc_console.sandbox.app import input_problems
-
-        validator = self._validators.get(record.id)
-        if validator is None:
-            validator = self._validators[record.id] = Draft202012Validator(record.inputs)
-        problems = input_problems(validator, inputs)
-        if problems:
-            summary = "; ".join(f"{p['field']} {p['problem']}" for p in problems)
-            raise Refusal(422, "INVALID_INPUTS", f"invalid inputs: {summary}", fields=problems)
-
     async def call(self, request: Request) -> Response:
-        from svc_console.sandbox.app import runtime_price
-
         record = self._record(request.path_params["provider"], request.path_params["path"])
         inputs = await json_object(request, "INVALID_INPUTS", empty_ok=True)
         self._check_inputs(record, inputs)
@@ -316,52 +295,9 @@ class _Market:
             headers={**headers, **SANDBOX_HEADERS, "Cache-Control": "private, no-store"},
         )
 
-    # --- funding ----------------------------------------------------------------------------
-
-    async def checkout(self, request: Request) -> Response:
-        state, token = self.state, bearer(request)
-        owner = state.accounts.wallet_owner(token)
-        if owner is None and state.accounts.api_key_agent(token) is None:
-            raise Refusal(
-                401,
-                "UNAUTHORIZED",
-                "missing or invalid API key or wallet API token",
-                headers={"WWW-Authenticate": 'Bearer realm="svc-console sandbox"'},
-            )
-        body = await json_object(request, "INVALID_REQUEST", empty_ok=True)
-        unknown = sorted(str(key)[:40] for key in body if key not in ("amountUsdc", "username"))
-        if unknown:
-            raise Refusal(400, "INVALID_REQUEST", f"unknown field(s): {', '.join(unknown)}")
-        username = body.get("username", owner or state.username)
-        if not isinstance(username, str) or not state.accounts.has_wallet(username):
-            raise Refusal(404, "NOT_FOUND", "this sandbox has no wallet by that name")
-        if owner is not None and username != owner:
-            raise Refusal(403, "NOT_YOUR_WALLET", "this token does not belong to that wallet")
-        amount = FUNDING_DEFAULT
-        if body.get("amountUsdc") is not None:
-            try:
-                amount = parse_usdc(body["amountUsdc"])
-            except ValueError as exc:
-                raise Refusal(400, "INVALID_REQUEST", f"amountUsdc {exc}") from None
-            if not 0 < amount <= FUNDING_MAX:
-                raise Refusal(
-                    400, "INVALID_REQUEST", f"amountUsdc must be above 0 and at most {FUNDING_MAX}"
-                )
-        base = (state.base_url or str(request.base_url)).rstrip("/")
-        funding_url = f"{base}/fund/{quote(username, safe='')}"
-        checkout = FundingCheckout(
-            checkout_url=f"{funding_url}?amount={format_usdc(amount)}",
-            funding_url=funding_url,
-            username=username,
-            amount_usdc=amount,
-            balance_usdc=state.balance,
-        )
-        return JSONResponse({**checkout.model_dump(mode="json"), "sandbox": True}, status_code=201)
-
 
 def routes(state: SandboxState, listing: Catalog) -> list[Route]:
     market = _Market(state, listing)
     return [
         Route("/api/market/{provider}/{path:path}", market.call, methods=["POST"]),
-        Route("/api/funding/checkout", market.checkout, methods=["POST"]),
     ]

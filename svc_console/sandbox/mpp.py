@@ -40,8 +40,9 @@ from mpp.server import Request as MppRequest
 
 from svc_console.core.money import format_usdc, from_atomic
 from svc_console.core.networks import NETWORKS, USDC_ASSETS, USDC_DOMAINS, evm_chain_id
+from svc_console.sandbox.eip3009 import fake_transaction, nonce_key
 from svc_console.sandbox.state import InsufficientFunds
-from svc_console.sandbox.x402 import SANDBOX_PAY_TO, fake_transaction, nonce_key
+from svc_console.sandbox.x402 import SANDBOX_PAY_TO
 
 if TYPE_CHECKING:
     from svc_console.sandbox.state import Charge, SandboxState

@@ -17,7 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from urllib.parse import quote
 
-from svc_console.config.paths import resolve_paths
+from svc_console.core.home import home_folder
 from svc_console.core.money import parse_usdc
 from svc_console.sandbox.accounts import Accounts
 from svc_console.sandbox.compute import JobBoard
@@ -56,6 +56,11 @@ class InsufficientFunds(Exception):
         self.balance, self.required = balance, required
 
 
+def default_outbox() -> Path:
+    """`$SVC_CONSOLE_HOME/sandbox/outbox`: where the sandbox delivers its e-mail by default."""
+    return home_folder()[0] / "sandbox" / "outbox"
+
+
 class SandboxState:
     """Everything the sandbox remembers between requests. Credentials are fresh per instance."""
 
@@ -84,8 +89,9 @@ class SandboxState:
         self._replays: dict[str, Replay] = {}
         self._reprice_factor = Decimal(1)
         # Accounts, one-time codes (delivered to the outbox folder, default
-        # $SVC_CONSOLE_HOME/sandbox/outbox) and compute jobs: see sandbox.accounts, .compute.
-        self.outbox_dir = Path(outbox) if outbox is not None else resolve_paths().sandbox_outbox
+        # $SVC_CONSOLE_HOME/sandbox/outbox, as config's Paths.sandbox_outbox also says) and
+        # compute jobs: see sandbox.accounts, .compute.
+        self.outbox_dir = Path(outbox) if outbox is not None else default_outbox()
         self.accounts = Accounts(self, Outbox(self.outbox_dir))
         self.jobs = JobBoard()
         # Payments (sandbox.x402, sandbox.mpp): every EIP-3009 nonce settled (replay memory

@@ -64,6 +64,14 @@ from svc_console.core.networks import (
     evm_chain_id,
     same_address,
 )
+from svc_console.sandbox.eip3009 import (
+    Authorization,
+    MalformedAuthorization,
+    fake_transaction,
+    nonce_key,
+    parse_authorization,
+    recover_payer,
+)
 from svc_console.sandbox.faults import repriced_chain
 from svc_console.sandbox.state import InsufficientFunds
 
@@ -71,9 +79,7 @@ if TYPE_CHECKING:
     from svc_console.sandbox.state import SandboxState
 
 __all__ = [
-    "NETWORKS",
     "SANDBOX_PAY_TO",
-    "USDC_ASSETS",
     "PaymentInvalid",
     "Settlement",
     "X402Gate",
@@ -87,24 +93,8 @@ DEFAULT_TIMEOUT_S = 300
 SCHEME = "exact"
 PAYMENT_REQUIRED_MESSAGE = "PAYMENT-SIGNATURE header is required"
 
-_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
-_NONCE = re.compile(r"^0x[0-9a-fA-F]{64}$")
-_SIGNATURE = re.compile(r"^0x[0-9a-fA-F]{130,}$")
 _TX = re.compile(r"^0x[0-9a-fA-F]{64}$")
-_UINT256 = 2**256 - 1
 _MAX_HEADER = 16 * 1024
-
-# The EIP-712 type every USDC `transferWithAuthorization` is signed with.
-AUTHORIZATION_TYPES = {
-    "TransferWithAuthorization": [
-        {"name": "from", "type": "address"},
-        {"name": "to", "type": "address"},
-        {"name": "value", "type": "uint256"},
-        {"name": "validAfter", "type": "uint256"},
-        {"name": "validBefore", "type": "uint256"},
-        {"name": "nonce", "type": "bytes32"},
-    ]
-}
 
 
 class PaymentInvalid(Exception):
@@ -180,90 +170,6 @@ def decode_header_json(value: str) -> Any:
         return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise PaymentInvalid("malformed", "the payment is not base64 JSON") from None
-
-
-def _uint(value: Any, name: str) -> int:
-    """An EIP-3009 number: decimal, or hex with a 0x prefix (the exact scheme allows both)."""
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            number = int(text, 16) if text[:2].lower() == "0x" else int(text, 10)
-        except ValueError:
-            number = -1
-        if 0 <= number <= _UINT256:
-            return number
-    raise PaymentInvalid("malformed", f"authorization.{name} must be an unsigned integer string")
-
-
-@dataclass(frozen=True)
-class _Authorization:
-    payer: str
-    to: str
-    value: int
-    valid_after: int
-    valid_before: int
-    nonce: str
-    signature: str
-
-
-def _authorization(payload: Mapping[str, Any]) -> _Authorization:
-    authorization = payload.get("authorization")
-    signature = payload.get("signature")
-    if not isinstance(authorization, Mapping):
-        raise PaymentInvalid(
-            "malformed", "the payload holds no EIP-3009 authorization (only exact on EVM settles)"
-        )
-    if not isinstance(signature, str) or not _SIGNATURE.match(signature):
-        raise PaymentInvalid("malformed", "payload.signature must be a 0x-prefixed signature")
-    payer, to, nonce = (authorization.get(key) for key in ("from", "to", "nonce"))
-    for name, value in (("from", payer), ("to", to)):
-        if not isinstance(value, str) or not _ADDRESS.match(value):
-            raise PaymentInvalid("malformed", f"authorization.{name} must be an address")
-    if not isinstance(nonce, str) or not _NONCE.match(nonce):
-        raise PaymentInvalid("malformed", "authorization.nonce must be 32 bytes of hex")
-    return _Authorization(
-        payer=payer,  # type: ignore[arg-type]
-        to=to,  # type: ignore[arg-type]
-        value=_uint(authorization.get("value"), "value"),
-        valid_after=_uint(authorization.get("validAfter"), "validAfter"),
-        valid_before=_uint(authorization.get("validBefore"), "validBefore"),
-        nonce=nonce.lower(),
-        signature=signature,
-    )
-
-
-def recover_payer(
-    authorization: Mapping[str, Any],
-    signature: str,
-    *,
-    network: str,
-    asset: str,
-    name: str,
-    version: str,
-) -> str:
-    """The address that signed an EIP-3009 authorization (eth-account), for the token `asset` on
-    `network` with EIP-712 domain `name`/`version`."""
-    # Imported here: eth-account takes the better part of a second to import, and a sandbox that
-    # never sees a payment should not pay for it.
-    from eth_account import Account
-    from eth_account.messages import encode_typed_data
-
-    chain_id = evm_chain_id(network)
-    if chain_id is None:
-        raise ValueError(f"{network} is not an EVM network")
-    domain = {"name": name, "version": version, "chainId": chain_id, "verifyingContract": asset}
-    message = {
-        "from": authorization["from"],
-        "to": authorization["to"],
-        "value": _uint(authorization["value"], "value"),
-        "validAfter": _uint(authorization["validAfter"], "validAfter"),
-        "validBefore": _uint(authorization["validBefore"], "validBefore"),
-        "nonce": bytes.fromhex(authorization["nonce"][2:]),
-    }
-    signable = encode_typed_data(
-        domain_data=domain, message_types=AUTHORIZATION_TYPES, message_data=message
-    )
-    return Account.recover_message(signable, signature=signature)
 
 
 class X402Gate:
@@ -423,7 +329,18 @@ class X402Gate:
         version: int,
         charge_for: str | None,
     ) -> Settlement:
-        authorization = _authorization(payload)
+        authorization = self._verified(requirement, payload)
+        return self._debit(offer, requirement, authorization, version, charge_for)
+
+    def _verified(
+        self, requirement: PaymentRequirements, payload: Mapping[str, Any]
+    ) -> Authorization:
+        """The payload's authorization, once it pays this requirement, now, signed by its payer;
+        raises PaymentInvalid naming what is wrong. Touches no balance and no nonce."""
+        try:
+            authorization = parse_authorization(payload)
+        except MalformedAuthorization as exc:
+            raise PaymentInvalid("malformed", str(exc)) from None
         if not same_address(authorization.to, requirement.pay_to):
             raise PaymentInvalid(
                 "wrong_recipient",
@@ -464,6 +381,18 @@ class X402Gate:
             raise PaymentInvalid(
                 "invalid_signature", "the signature does not recover to authorization.from"
             )
+        return authorization
+
+    def _debit(
+        self,
+        offer: PaymentRequired,
+        requirement: PaymentRequirements,
+        authorization: Authorization,
+        version: int,
+        charge_for: str | None,
+    ) -> Settlement:
+        """Charges a verified authorization once: its nonce is spent only with the debit, under
+        the state's lock, so a payment refused for want of funds can be sent again."""
         amount = from_atomic(authorization.value)
         key = nonce_key(
             requirement.network, requirement.asset, authorization.payer, authorization.nonce
@@ -532,17 +461,6 @@ class X402Gate:
                 f" {matching[0].amount}",
             )
         return replace(settlement, proof=True)
-
-
-def nonce_key(network: str, asset: str, payer: str, nonce: str) -> str:
-    """EIP-3009 nonces are single-use per token contract and authorizer."""
-    return ":".join((network, asset.lower(), payer.lower(), nonce.lower()))
-
-
-def fake_transaction(*parts: str) -> str:
-    from hashlib import sha256
-
-    return "0x" + sha256("|".join(("svc-console sandbox settlement", *parts)).encode()).hexdigest()
 
 
 def _parse_required(required: Mapping[str, Any]) -> PaymentRequired:

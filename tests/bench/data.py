@@ -37,8 +37,8 @@ from harness import REPO
 
 from svc_console.core.models import EndpointRecord, Estimate, Verdict
 from svc_console.ledger import Ledger
-from svc_console.sandbox.app import estimate as quoted_price
 from svc_console.sandbox.catalog import catalog, settleable_chains
+from svc_console.sandbox.pricing import estimate as quoted_price
 
 GENERATOR_VERSION = 2
 SEED = 8402

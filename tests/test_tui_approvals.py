@@ -38,13 +38,13 @@ from svc_console.ledger.request_windows import RequestQuery
 from svc_console.runtime import Runtime
 from svc_console.tui import present
 from svc_console.tui.app import ConsoleApp
+from svc_console.tui.approvals.detail import render
+from svc_console.tui.approvals.history import HistoryTable
+from svc_console.tui.approvals.screen import ApprovalsScreen
 from svc_console.tui.colors import Palette
 from svc_console.tui.modals import ConfirmAmountModal, DenyReasonModal
 from svc_console.tui.request_lists import PAGE_SIZE, parse_filter, with_token
-from svc_console.tui.screens.approvals import ApprovalsScreen
 from svc_console.tui.themes import BUNDLED_THEMES, ThemeError, load_theme, load_themes
-from svc_console.tui.widgets.detail import render
-from svc_console.tui.widgets.history import HistoryTable
 
 # Personal data the operator must see (a secret would be refused at the socket: test_secret_inputs).
 CONTACT = "jane.doe@example.org"

@@ -36,15 +36,15 @@ from svc_console.sandbox.catalog import Catalog, catalog
 from svc_console.sandbox.datasets import dataset_catalog
 from svc_console.tui import bindings
 from svc_console.tui.app import ConsoleApp
-from svc_console.tui.help import HelpScreen
-from svc_console.tui.screens.catalogue import DATASETS, MARKET, CatalogueScreen
-from svc_console.tui.widgets.catalogue_dialogs import (
+from svc_console.tui.catalogue.dialogs import (
     DatasetFilterDialog,
     MarketFilterDialog,
     TrialFieldsDialog,
 )
-from svc_console.tui.widgets.catalogue_tables import PAGE_SIZE
-from svc_console.tui.widgets.skill_view import InertMarkdown
+from svc_console.tui.catalogue.screen import DATASETS, MARKET, CatalogueScreen
+from svc_console.tui.catalogue.skill_view import InertMarkdown
+from svc_console.tui.catalogue.tables import PAGE_SIZE
+from svc_console.tui.help import HelpScreen
 
 SYNCED_AT = FakeClock().now
 HOSTILE = "\x1b[31mRED\x1b]52;c;SGVsbG8=\x07 [@click=app.quit]quit[/] \u202eevil"

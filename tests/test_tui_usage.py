@@ -34,8 +34,8 @@ from svc_console.services.usage_export import FIELDS
 from svc_console.tui import navigation
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.commands import ConsoleCommands
-from svc_console.tui.screens.usage import UsageScreen
-from svc_console.tui.widgets.usage_dialogs import UsageExportDialog, UsageFilterDialog
+from svc_console.tui.usage.dialogs import UsageExportDialog, UsageFilterDialog
+from svc_console.tui.usage.screen import UsageScreen
 
 SEEDED = 1000
 # Noon of the last seeded day: "the last 7 days" holds charges.

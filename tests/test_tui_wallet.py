@@ -32,12 +32,12 @@ from svc_console.sandbox import accounts as sandbox_accounts
 from svc_console.tui import bindings
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.colors import Palette
-from svc_console.tui.screens import wallet
-from svc_console.tui.screens.wallet import WalletScreen
-from svc_console.tui.widgets.wallet_awaiting import AwaitingFunds
-from svc_console.tui.widgets.wallet_flow import FundingFlow, Stage, safe_link
-from svc_console.tui.widgets.wallet_funding import link_text, render_flow
-from svc_console.tui.widgets.wallet_qr import QrCode, qr_lines
+from svc_console.tui.wallet import screen as wallet
+from svc_console.tui.wallet.awaiting import AwaitingFunds
+from svc_console.tui.wallet.flow import FundingFlow, Stage, safe_link
+from svc_console.tui.wallet.funding import link_text, render_flow
+from svc_console.tui.wallet.qr import QrCode, qr_lines
+from svc_console.tui.wallet.screen import WalletScreen
 
 SEARCH = {
     "kind": "market_call",

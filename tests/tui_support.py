@@ -18,7 +18,7 @@ from svc_console.core.states import State
 from svc_console.ledger import Ledger
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
-from svc_console.tui.screens.approvals import ApprovalsScreen
+from svc_console.tui.approvals.screen import ApprovalsScreen
 from svc_console.tui.widgets.queue import RequestQueue
 
 PINNED_SANDBOX = "http://127.0.0.1:8402"

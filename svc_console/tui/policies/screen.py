@@ -60,15 +60,13 @@ from svc_console.tui import bindings
 from svc_console.tui.bindings import Command
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.navigation import register_screen
-from svc_console.tui.unsaved import UnsavedWork
-from svc_console.tui.widgets.banner import PolicyBanner, SandboxBanner
-from svc_console.tui.widgets.policy_dialogs import ConfirmPolicyChange
-from svc_console.tui.widgets.policy_diff import PolicyDiff
-from svc_console.tui.widgets.policy_drift import DriftShown, PolicyDrift
-from svc_console.tui.widgets.policy_editor import PolicyEditor
-from svc_console.tui.widgets.policy_errors import PolicyErrorList
-from svc_console.tui.widgets.policy_simulation import IDLE, PolicySimulation, SimulationShown
-from svc_console.tui.widgets.policy_status import (
+from svc_console.tui.policies.dialogs import ConfirmPolicyChange
+from svc_console.tui.policies.diff import PolicyDiff
+from svc_console.tui.policies.drift import DriftShown, PolicyDrift
+from svc_console.tui.policies.editor import PolicyEditor
+from svc_console.tui.policies.errors import PolicyErrorList
+from svc_console.tui.policies.simulation import IDLE, PolicySimulation, SimulationShown
+from svc_console.tui.policies.status import (
     DraftState,
     DraftStatus,
     FileRow,
@@ -76,6 +74,8 @@ from svc_console.tui.widgets.policy_status import (
     PolicyStatus,
     PolicyTabs,
 )
+from svc_console.tui.unsaved import UnsavedWork
+from svc_console.tui.widgets.banner import PolicyBanner, SandboxBanner
 
 log = logging.getLogger(__name__)
 

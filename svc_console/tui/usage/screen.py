@@ -3,7 +3,7 @@ under filters, with totals, spend per day, the providers and agents that spent m
 no approval covers flagged in red, and export to CSV or JSON.
 
 It stays fast with a million charges because nothing here loads them: the table asks SQLite for
-the rows on screen (`widgets/usage_table.py`), and the totals, the chart and the breakdowns are
+the rows on screen (`usage/table.py`), and the totals, the chart and the breakdowns are
 sums SQLite computes from its indexes (`ledger/usage.py`). Every query runs in a thread worker on a
 read-only connection of its own and posts a message; the screen applies it. A change of filter
 bumps a generation number, so an answer to an older question is dropped, and interrupts the summary
@@ -38,15 +38,15 @@ from svc_console.tui import bindings
 from svc_console.tui.bindings import Command
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.navigation import register_screen
-from svc_console.tui.widgets.banner import SandboxBanner
-from svc_console.tui.widgets.usage_dialogs import (
+from svc_console.tui.usage.dialogs import (
     ExportChoice,
     FilterChoices,
     UsageExportDialog,
     UsageFilterDialog,
 )
-from svc_console.tui.widgets.usage_summary import SpendBreakdown, SpendChart, totals_text
-from svc_console.tui.widgets.usage_table import Reader, UsageTable, state_label, usdc
+from svc_console.tui.usage.summary import SpendBreakdown, SpendChart, totals_text
+from svc_console.tui.usage.table import Reader, UsageTable, state_label, usdc
+from svc_console.tui.widgets.banner import SandboxBanner
 
 log = logging.getLogger(__name__)
 

@@ -52,21 +52,21 @@ from svc_console.services.catalogue_details import mcp_for, skill, try_dataset
 from svc_console.services.catalogue_sync import SyncProgress, SyncReport, sync_runtime
 from svc_console.tui import bindings, present
 from svc_console.tui.bindings import Command
-from svc_console.tui.colors import Palette, palette
-from svc_console.tui.navigation import register_screen
-from svc_console.tui.widgets.banner import SandboxBanner
-from svc_console.tui.widgets.catalogue_detail import DatasetDetail, EndpointDetail
-from svc_console.tui.widgets.catalogue_dialogs import (
+from svc_console.tui.catalogue.detail import DatasetDetail, EndpointDetail
+from svc_console.tui.catalogue.dialogs import (
     DatasetFilterDialog,
     MarketFilterDialog,
     TrialFieldsDialog,
 )
-from svc_console.tui.widgets.catalogue_tables import (
+from svc_console.tui.catalogue.tables import (
     PAGE_SIZE,
     CatalogueTable,
     DatasetTable,
     EndpointTable,
 )
+from svc_console.tui.colors import Palette, palette
+from svc_console.tui.navigation import register_screen
+from svc_console.tui.widgets.banner import SandboxBanner
 
 log = logging.getLogger(__name__)
 

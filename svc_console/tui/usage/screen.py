@@ -13,7 +13,6 @@ query still running.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from svc_console.core.sanitize import inert_line
 from svc_console.core.taxonomy import domain_label
 from svc_console.core.usage import DAY_S, Reconciled, UsageFilter, iso_instant
 from svc_console.ledger import usage as ledger_usage
+from svc_console.ledger.readers import Interrupted, Reader, open_reader
 from svc_console.ledger.usage import SpendBucket, SyncResult, UsageRow, UsageTotals
 from svc_console.runtime import Runtime
 from svc_console.services.usage_export import describe_range, export_file
@@ -45,7 +45,7 @@ from svc_console.tui.usage.dialogs import (
     UsageFilterDialog,
 )
 from svc_console.tui.usage.summary import SpendBreakdown, SpendChart, totals_text
-from svc_console.tui.usage.table import Reader, UsageTable, state_label, usdc
+from svc_console.tui.usage.table import UsageTable, state_label, usdc
 from svc_console.tui.widgets.banner import SandboxBanner
 
 log = logging.getLogger(__name__)
@@ -184,8 +184,8 @@ class UsageScreen(Screen[None]):
             yield SpendBreakdown("per agent", id="usage-agents")
         # The rows and the sums are asked for now, before anything is mounted: the queries run
         # while Textual styles and lays out the screen, so its first frame already shows rows.
-        self.table_reader = Reader(ledger_usage.open_reader(self.ledger_path))
-        self.summary_reader = Reader(ledger_usage.open_reader(self.ledger_path))
+        self.table_reader = Reader.open(self.ledger_path)
+        self.summary_reader = Reader.open(self.ledger_path)
         table = UsageTable(id="usage-table")
         table.attach(self.table_reader)
         self._query(table, summary=False)
@@ -260,7 +260,7 @@ class UsageScreen(Screen[None]):
                     return
                 try:
                     value = query(reader.conn)
-                except sqlite3.OperationalError:
+                except Interrupted:
                     if worker.is_cancelled or reader.closed:
                         return  # interrupted: a newer filter or the screen closing
                     raise
@@ -392,7 +392,7 @@ class UsageScreen(Screen[None]):
         if reader is None:
             return
         # Its own connection: the summary reader may be busy with a long sum.
-        conn = ledger_usage.open_reader(self.ledger_path)
+        conn = open_reader(self.ledger_path)
         try:
             choices = FilterChoices(
                 *(ledger_usage.distinct(conn, column) for column in ledger_usage.FILTER_COLUMNS)
@@ -430,7 +430,7 @@ class UsageScreen(Screen[None]):
 
         def write() -> None:
             # Its own connection: an export of a million rows must not hold up the screen.
-            conn = ledger_usage.open_reader(self.ledger_path)
+            conn = open_reader(self.ledger_path)
             try:
                 count = export_file(conn, f, choice.fmt, path)
             finally:

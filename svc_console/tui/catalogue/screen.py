@@ -21,232 +21,53 @@ the operator decides them on the approvals screen.
 from __future__ import annotations
 
 import logging
-import sqlite3
-import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
-from textual.worker import get_current_worker
 
 from svc_console.core.catalogue_filters import SORT_LABELS, DatasetFilter, MarketFilter
-from svc_console.core.datasets import DatasetListing, TrialResult
-from svc_console.core.models import EndpointRecord
-from svc_console.core.sanitize import inert_line
-from svc_console.ledger import catalogue_cache
-from svc_console.ledger.catalogue_cache import Matches, SyncState
-from svc_console.market.errors import MarketError
-from svc_console.market.mcp import McpClient
+from svc_console.core.datasets import DatasetListing
+from svc_console.ledger.catalogue_cache import SyncState
 from svc_console.runtime import Runtime
-from svc_console.services.catalogue_details import mcp_for, skill, try_dataset
-from svc_console.services.catalogue_sync import SyncProgress, SyncReport, sync_runtime
-from svc_console.tui import bindings, present
-from svc_console.tui.bindings import Command
+from svc_console.services.catalogue_sync import SyncProgress
+from svc_console.tui import bindings
+from svc_console.tui.catalogue import lines, network
+from svc_console.tui.catalogue.commands import COMMANDS
 from svc_console.tui.catalogue.detail import DatasetDetail, EndpointDetail
 from svc_console.tui.catalogue.dialogs import (
     DatasetFilterDialog,
     MarketFilterDialog,
     TrialFieldsDialog,
 )
-from svc_console.tui.catalogue.tables import (
-    PAGE_SIZE,
-    CatalogueTable,
-    DatasetTable,
-    EndpointTable,
+from svc_console.tui.catalogue.messages import (
+    CacheRead,
+    MatchesFound,
+    RecordLoaded,
+    SkillLoaded,
+    SyncEnded,
+    SyncProgressed,
+    TrialLoaded,
 )
+from svc_console.tui.catalogue.search import DATASETS, KINDS, MARKET, CacheQueries, Tab, new_tabs
+from svc_console.tui.catalogue.selection import SelectedDetail
+from svc_console.tui.catalogue.tables import CatalogueTable, DatasetTable, EndpointTable
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.navigation import register_screen
 from svc_console.tui.widgets.banner import SandboxBanner
 
 log = logging.getLogger(__name__)
 
-MARKET, DATASETS = "market", "datasets"
-KINDS = (MARKET, DATASETS)
 # How long the cursor rests on an item before its skill.md or trial is fetched.
 DETAIL_DELAY_S = 0.3
-DETAILS_KEPT = 32
 STALE_S = 24 * 3600  # a cache older than this is refreshed when the screen opens
 SYNC_LINE_EVERY_S = 30.0
-PROGRESS_EVERY_S = 0.2
-
-
-def _command(
-    id: str,
-    keys: str,
-    action: str,
-    description: str,
-    help: str,
-    *,
-    show: bool = True,
-    palette: bool = True,
-) -> Command:
-    return Command(f"catalogue.{id}", keys, action, description, help, show=show, palette=palette)
-
-
-def _sort(order: str) -> Command:
-    return _command(
-        f"sort_{order}",
-        "",
-        f"sort('{order}')",
-        f"Datasets: {SORT_LABELS[order]}",
-        f"List the datasets {SORT_LABELS[order]}",
-    )
-
-
-COMMANDS = (
-    _command("market", "m", "show_tab('market')", "APIs", "Show the market APIs", show=False),
-    _command("datasets", "d", "show_tab('datasets')", "Datasets", "Show the datasets", show=False),
-    _command(
-        "search", "slash", "focus_search", "Search", "Search as you type: every word must appear"
-    ),
-    _command("filters", "f", "filters", "Filters", "Every filter of the tab in front"),
-    _command(
-        "clear",
-        "c",
-        "clear_all",
-        "Clear",
-        "Clear the search and every filter of the tab",
-        show=False,
-    ),
-    _command("verified", "v", "toggle_verified", "Verified", "APIs: verified providers only"),
-    _command("sort", "s", "next_sort", "Sort", "Datasets: newest, downloads, cheapest, dearest"),
-    _command("fields", "t", "trial_fields", "Fields", "Datasets: the fields the trial checks"),
-    _command("zoom", "z", "zoom", "Zoom", "The selected item's detail on the whole screen"),
-    _command("refresh", "r", "refresh", "Refresh", "Fetch the catalogue from the service again"),
-    _command(
-        "back",
-        "escape",
-        "back",
-        "Back",
-        "Leave the zoomed detail or the search box; clear the search",
-        show=False,
-        palette=False,
-    ),
-    _command(
-        "next_page", "right_square_bracket", "page(1)", "Next page", "Next matches", show=False
-    ),
-    _command(
-        "previous_page",
-        "left_square_bracket",
-        "page(-1)",
-        "Previous page",
-        "Previous matches",
-        show=False,
-    ),
-    _command("down", "j", "move(1)", "Next", "Select the next item", show=False, palette=False),
-    _command(
-        "up", "k", "move(-1)", "Previous", "Select the previous item", show=False, palette=False
-    ),
-    *(_sort(order) for order in SORT_LABELS),
-)
-
-
-# -- messages from the workers --------------------------------------------------------------------
-
-
-class MatchesFound(Message):
-    def __init__(self, kind: str, generation: int, matches: Matches[Any]) -> None:
-        super().__init__()
-        self.kind, self.generation, self.matches = kind, generation, matches
-
-
-class RecordLoaded(Message):
-    """The full cached record of the selected item (None: gone from the cache)."""
-
-    def __init__(self, kind: str, item_id: str, record: Any) -> None:
-        super().__init__()
-        self.kind, self.item_id, self.record = kind, item_id, record
-
-
-class CacheRead(Message):
-    """The cache's sync state and the dataset categories it holds."""
-
-    def __init__(self, state: SyncState, categories: list[str]) -> None:
-        super().__init__()
-        self.state, self.categories = state, categories
-
-
-class SkillLoaded(Message):
-    def __init__(self, endpoint_id: str, text: str | None, error: str | None) -> None:
-        super().__init__()
-        self.endpoint_id, self.text, self.error = endpoint_id, text, error
-
-
-class TrialLoaded(Message):
-    def __init__(
-        self,
-        dataset_id: str,
-        fields: tuple[str, ...],
-        trial: TrialResult | None,
-        error: str | None,
-    ) -> None:
-        super().__init__()
-        self.dataset_id, self.fields, self.trial, self.error = dataset_id, fields, trial, error
-
-
-class SyncProgressed(Message):
-    def __init__(self, progress: SyncProgress) -> None:
-        super().__init__()
-        self.progress = progress
-
-
-class SyncEnded(Message):
-    """A sync finished (`report`) or failed (`error`: a code word and one line)."""
-
-    def __init__(self, report: SyncReport | None, error: tuple[str, str] | None) -> None:
-        super().__init__()
-        self.report, self.error = report, error
-
-
-# -- the screen's state ---------------------------------------------------------------------------
-
-
-class _Reader:
-    """One read-only connection to the ledger, used by one worker thread at a time."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self.lock = threading.Lock()
-        self.closed = False
-
-    def close(self) -> None:
-        self.closed = True
-        self.conn.interrupt()
-        with self.lock:
-            self.conn.close()
-
-
-@dataclass
-class _Tab:
-    """What one tab shows: its filter, the window of matches, the selected item."""
-
-    filter: Any
-    offset: int = 0
-    generation: int = 0
-    matches: Matches[Any] | None = None
-    selected: str | None = None
-
-
-def _failure(exc: BaseException) -> tuple[str, str]:
-    """What went wrong with the network: a code word and one line (from untrusted text)."""
-    if isinstance(exc, MarketError):
-        return inert_line(exc.code, 40), inert_line(exc.message, 160)
-    return "UNEXPECTED", f"{type(exc).__name__}; see the log"
-
-
-def _said(failure: tuple[str, str]) -> str:
-    code, message = failure
-    return f"{message} ({code})"
 
 
 @register_screen("catalogue", title="Catalogue", key="2", order=2)
@@ -294,9 +115,9 @@ class CatalogueScreen(Screen[None]):
         assert runtime.ledger is not None, "the catalogue screen needs a started runtime"
         self.runtime = runtime
         self.ledger_path = runtime.ledger.path
-        self.tabs: dict[str, _Tab] = {MARKET: _Tab(MarketFilter()), DATASETS: _Tab(DatasetFilter())}
+        self.tabs: dict[str, Tab] = new_tabs()
         self.active = MARKET
-        self.reader: _Reader | None = None
+        self.cache = CacheQueries(self.ledger_path, self.run_worker, self.post_message)
         self.state = SyncState(None, 0, 0, 0, 0)
         self.categories: list[str] = []
         self.syncing = False
@@ -304,11 +125,10 @@ class CatalogueScreen(Screen[None]):
         self.sync_error: tuple[str, str] | None = None  # (code, message)
         # The fields a trial checks; None: the required fields of the dataset filter.
         self.trial_fields: tuple[str, ...] | None = None
-        self.skills: OrderedDict[str, str] = OrderedDict()
-        self.trials: OrderedDict[tuple[str, tuple[str, ...]], TrialResult] = OrderedDict()
-        self.records: dict[str, Any] = {}
-        self._detail_timers: dict[str, Timer] = {}
-        self._mcp: McpClient | None = None
+        self.detail = SelectedDetail(self, lambda: DETAIL_DELAY_S)
+        # What is known of the selected items (the detail's, kept for the session).
+        d = self.detail
+        self.records, self.skills, self.trials = d.records, d.skills, d.trials
         self._first_read = True
 
     # -- helpers ----------------------------------------------------------------------------------
@@ -379,7 +199,7 @@ class CatalogueScreen(Screen[None]):
                 yield detail
 
     def on_mount(self) -> None:
-        self.reader = _Reader(catalogue_cache.open_reader(self.ledger_path))
+        self.cache.open()
         blink = getattr(self.app, "cursor_blink", True)
         for field in self.query(Input):
             field.cursor_blink = blink
@@ -389,40 +209,14 @@ class CatalogueScreen(Screen[None]):
         for kind in KINDS:
             self._draw_filters(kind)
             self._search(kind)
-        self._read_cache()
+        self.cache.read_state()
         self.table(MARKET).focus()
 
     async def on_unmount(self) -> None:
-        if self.reader is not None:
-            self.reader.close()
-            self.reader = None
-        if self._mcp is not None:
-            await self._mcp.aclose()
-            self._mcp = None
+        self.cache.close()
+        await self.detail.aclose()
 
     # -- reading the cache (thread workers) -------------------------------------------------------
-
-    def _in_thread(self, name: str, group: str, work: Callable[[sqlite3.Connection], None]) -> None:
-        reader = self.reader
-
-        def run() -> None:
-            if reader is None or reader.closed or get_current_worker().is_cancelled:
-                return  # a newer keystroke asked again before this one started
-            with reader.lock:
-                if not reader.closed:
-                    work(reader.conn)
-
-        self.run_worker(
-            run, thread=True, group=group, exclusive=True, exit_on_error=False, name=name
-        )
-
-    def _read_cache(self) -> None:
-        def read(conn: sqlite3.Connection) -> None:
-            self.post_message(
-                CacheRead(catalogue_cache.sync_state(conn), catalogue_cache.categories(conn))
-            )
-
-        self._in_thread("catalogue state", "catalogue-state", read)
 
     def on_cache_read(self, message: CacheRead) -> None:
         self.state, self.categories = message.state, message.categories
@@ -435,25 +229,11 @@ class CatalogueScreen(Screen[None]):
 
     def _search(self, kind: str) -> None:
         """Ask the cache for the tab's window of matches; the answer comes as `MatchesFound`."""
-        tab = self.tabs[kind]
-        tab.generation += 1
-        generation, f, offset = tab.generation, tab.filter, tab.offset
-        find = (
-            catalogue_cache.search_endpoints if kind == MARKET else catalogue_cache.search_datasets
-        )
-
-        def search(conn: sqlite3.Connection) -> None:
-            matches = find(conn, f, limit=PAGE_SIZE, offset=offset)
-            self.post_message(MatchesFound(kind, generation, matches))
-
-        self._in_thread(f"{kind} search", f"catalogue-search-{kind}", search)
+        self.cache.search(kind, self.tabs[kind])
 
     def on_matches_found(self, message: MatchesFound) -> None:
-        tab = self.tabs[message.kind]
-        if message.generation != tab.generation:
-            return  # an answer to an older keystroke
-        tab.matches = message.matches
-        self._show_matches(message.kind)
+        if self.tabs[message.kind].accept(message.generation, message.matches):
+            self._show_matches(message.kind)
 
     def _show_matches(self, kind: str) -> None:
         tab = self.tabs[kind]
@@ -470,22 +250,8 @@ class CatalogueScreen(Screen[None]):
         self._select(kind, table.selected_id)
 
     def _empty_text(self, kind: str) -> Text:
-        tab = self.tabs[kind]
-        if self.state.empty:
-            if self.syncing:
-                text = "The catalogue is being fetched from the service…"
-            elif self.sync_error:
-                text = (
-                    "No catalogue cached yet, and the service could not be reached.\nr tries again."
-                )
-            else:
-                text = "No catalogue cached yet.\nr fetches it from the service."
-        elif tab.filter.query or tab.filter.has_filters:
-            what = "API" if kind == MARKET else "dataset"
-            text = f"No {what} matches.\nescape clears the search, c clears the filters."
-        else:
-            text = "The service lists none."
-        return Text(text, justify="center")
+        tab, empty = self.tabs[kind], self.state.empty
+        return lines.empty_text(kind, tab, empty, self.syncing, self.sync_error)
 
     def _redraw(self) -> None:
         for kind in KINDS:
@@ -496,69 +262,13 @@ class CatalogueScreen(Screen[None]):
     # -- drawing ----------------------------------------------------------------------------------
 
     def _draw_sync_line(self) -> None:
-        """One line, the essentials first (a long error is cut at the edge, not wrapped away)."""
-        colours, s = self.colours, self.state
-        line = Text(no_wrap=True, overflow="ellipsis")
-        if self.syncing:
-            p = self.progress
-            line.append("Syncing the catalogue from the service… ", style="bold")
-            if p is not None and p.stage == "storing":
-                line.append("storing it")
-            elif p is not None:
-                of = f" of {p.total:,}" if p.total is not None else ""
-                line.append(f"{p.stage} {p.fetched:,}{of}")
-            if s.synced_at is not None:
-                line.append(" · showing the cache meanwhile", style=colours.label)
-        elif self.sync_error:
-            code, message = self.sync_error
-            line.append(f"Sync failed ({code})", style=colours.high)
-            if s.synced_at is not None:
-                line.append(" · showing the cache of ", style=colours.label)
-                line.append(self._when(s.synced_at))
-            else:
-                line.append(" · nothing cached yet", style=colours.label)
-            line.append(" · r retries · ", style=colours.label)
-            line.append(message)
-        elif s.synced_at is not None:
-            line.append("synced ", style=colours.label)
-            line.append(self._when(s.synced_at))
-            line.append(f" · {s.endpoints:,} APIs · {s.datasets:,} datasets", style=colours.label)
-            if not s.complete:
-                line.append(
-                    f" (the service reports {s.endpoints_reported:,} and {s.datasets_reported:,})",
-                    style=colours.warn,
-                )
-            line.append(" · r refreshes", style=colours.label)
-        else:
-            line.append("Never synced: ", style=colours.warn)
-            line.append("r fetches the catalogue from the service.")
+        line = lines.sync_line(
+            self.state, self.syncing, self.progress, self.sync_error, self.colours, self.now()
+        )
         self.query_one("#catalogue-sync", Static).update(line)
 
-    def _when(self, at: float) -> str:
-        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
-        age = self.now() - at
-        return f"{when} ({present.duration(age)} ago)" if age >= 60 else f"{when} (now)"
-
     def _draw_filters(self, kind: str) -> None:
-        colours, tab = self.colours, self.tabs[kind]
-        parts = tab.filter.describe()
-        text = Text("filters ", style=colours.label)
-        if parts:
-            text.append(inert_line(" · ".join(parts), 200), style="bold")
-        else:
-            text.append("none (f)", style=colours.label)
-        if kind == DATASETS:
-            text.append(" · ", style=colours.label)
-            text.append(SORT_LABELS[tab.filter.sort_by])
-        m = tab.matches
-        if m is not None and m.total:
-            last = m.offset + len(m.rows)
-            text.append(" · ", style=colours.label)
-            text.append(f"{m.offset + 1:,}\N{EN DASH}{last:,} of {m.total:,}", style="bold")
-            if m.total > last or m.offset:
-                text.append(" ([ ] pages)", style=colours.label)
-        elif m is not None and not self.state.empty:
-            text.append(" · no match", style=colours.warn)
+        text = lines.filters_line(kind, self.tabs[kind], self.state.empty, self.colours)
         self.query_one(f"#{kind}-filters", Static).update(text)
 
     # -- the selected item ------------------------------------------------------------------------
@@ -576,149 +286,19 @@ class CatalogueScreen(Screen[None]):
             self.action_zoom()
 
     def _select(self, kind: str, item_id: str | None) -> None:
-        tab = self.tabs[kind]
-        if item_id == tab.selected and (item_id is None or item_id in self.records):
-            return
-        if (item_id is None) != (tab.selected is None):
-            self.refresh_bindings()  # `t` needs a selected dataset
-        tab.selected = item_id
-        if item_id is None:
-            (self.endpoint_detail if kind == MARKET else self.dataset_detail).clear()
-            return
-        if item_id in self.records:
-            self._show_detail(kind)
-            return
-        read = (
-            catalogue_cache.endpoint_record if kind == MARKET else catalogue_cache.dataset_listing
-        )
-
-        def load(conn: sqlite3.Connection) -> None:
-            self.post_message(RecordLoaded(kind, item_id, read(conn, item_id)))
-
-        self._in_thread(f"{kind} record", f"catalogue-record-{kind}", load)
+        self.detail.select(kind, item_id)
 
     def on_record_loaded(self, message: RecordLoaded) -> None:
-        if message.record is not None:
-            self.records[message.item_id] = message.record
-        if self.tabs[message.kind].selected == message.item_id:
-            self._show_detail(message.kind)
+        self.detail.record_loaded(message)
 
     def _show_detail(self, kind: str) -> None:
-        """The selected item's record at once, and what the network adds when it has it."""
-        colours = self.colours
-        item_id = self.tabs[kind].selected
-        record = self.records.get(item_id) if item_id else None
-        if kind == MARKET:
-            detail = self.endpoint_detail
-            detail.show_record(record if isinstance(record, EndpointRecord) else None, colours)
-            if record is None:
-                return
-            text = self.skills.get(record.id)
-            if text is not None:
-                detail.show_skill(text, colours)
-            else:
-                detail.show_skill_status("loading…", colours)
-                self._fetch_later(kind, record.id)
-        else:
-            dataset = self.dataset_detail
-            listing = record if isinstance(record, DatasetListing) else None
-            dataset.show_listing(listing, colours)
-            if listing is None:
-                return
-            trial = self.trials.get((listing.id, self.fields_to_check))
-            if trial is not None:
-                dataset.show_trial(trial, colours)
-            else:
-                dataset.show_trial_status("loading…", colours)
-                self._fetch_later(kind, listing.id)
-
-    def _fetch_later(self, kind: str, item_id: str) -> None:
-        """Fetch once the cursor rests: scrolling through a list costs no request per row. Only
-        for the tab in front; the other tab fetches when it is shown."""
-        timer = self._detail_timers.pop(kind, None)
-        if timer is not None:
-            timer.stop()
-        if kind != self.active:
-            return
-
-        def fetch() -> None:
-            self._detail_timers.pop(kind, None)
-            if self.tabs[kind].selected != item_id or kind != self.active:
-                return
-            if kind == MARKET:
-                self._fetch_skill(item_id)
-            else:
-                self._fetch_trial(item_id, self.fields_to_check)
-
-        self._detail_timers[kind] = self.set_timer(
-            DETAIL_DELAY_S, fetch, name=f"catalogue-{kind}-detail"
-        )
-
-    def _fetch_skill(self, endpoint_id: str) -> None:
-        market = self.runtime.market
-        if market is None:
-            return
-        rest = market.rest
-
-        async def fetch() -> None:
-            try:
-                text = await skill(rest, endpoint_id)
-            except Exception as exc:
-                if not isinstance(exc, MarketError):
-                    log.exception("skill.md of %s", endpoint_id)
-                self.post_message(SkillLoaded(endpoint_id, None, _said(_failure(exc))))
-                return
-            self.post_message(SkillLoaded(endpoint_id, text, None))
-
-        self.run_worker(
-            fetch(), group="catalogue-skill", exclusive=True, exit_on_error=False, name="skill.md"
-        )
+        self.detail.show(kind)
 
     def on_skill_loaded(self, message: SkillLoaded) -> None:
-        if message.text is not None:
-            self.skills[message.endpoint_id] = message.text
-            while len(self.skills) > DETAILS_KEPT:
-                self.skills.popitem(last=False)
-        if self.tabs[MARKET].selected != message.endpoint_id:
-            return
-        if message.text is not None:
-            self.endpoint_detail.show_skill(message.text, self.colours)
-        else:
-            status = f"could not be fetched: {message.error}"
-            self.endpoint_detail.show_skill_status(status, self.colours, error=True)
-
-    def _fetch_trial(self, dataset_id: str, fields: tuple[str, ...]) -> None:
-        if self._mcp is None:
-            self._mcp = mcp_for(self.runtime)
-        mcp = self._mcp
-
-        async def fetch() -> None:
-            try:
-                trial = await try_dataset(mcp, dataset_id, fields)
-            except Exception as exc:
-                if not isinstance(exc, MarketError):
-                    log.exception("try_dataset of %s", dataset_id)
-                self.post_message(TrialLoaded(dataset_id, fields, None, _said(_failure(exc))))
-                return
-            self.post_message(TrialLoaded(dataset_id, fields, trial, None))
-
-        self.run_worker(
-            fetch(), group="catalogue-trial", exclusive=True, exit_on_error=False, name="trial"
-        )
+        self.detail.skill_loaded(message)
 
     def on_trial_loaded(self, message: TrialLoaded) -> None:
-        if message.trial is not None:
-            self.trials[(message.dataset_id, message.fields)] = message.trial
-            while len(self.trials) > DETAILS_KEPT:
-                self.trials.popitem(last=False)
-        selected = self.tabs[DATASETS].selected
-        if selected != message.dataset_id or message.fields != self.fields_to_check:
-            return
-        if message.trial is not None:
-            self.dataset_detail.show_trial(message.trial, self.colours)
-        else:
-            status = f"could not be fetched: {message.error}"
-            self.dataset_detail.show_trial_status(status, self.colours, error=True)
+        self.detail.trial_loaded(message)
 
     # -- syncing --------------------------------------------------------------------------------
 
@@ -729,28 +309,12 @@ class CatalogueScreen(Screen[None]):
         for kind in KINDS:
             if self.tabs[kind].matches is not None and not self.tabs[kind].matches.rows:
                 self.query_one(f"#{kind}-empty", Static).update(self._empty_text(kind))
-        runtime = self.runtime
-        last = [0.0]
-
-        def progressed(progress: SyncProgress) -> None:
-            # A few redraws a second are news enough; hundreds would slow the sync down.
-            now = time.monotonic()
-            if now - last[0] >= PROGRESS_EVERY_S or progress.stage == "storing":
-                last[0] = now
-                self.post_message(SyncProgressed(progress))
-
-        async def sync() -> None:
-            try:
-                report = await sync_runtime(runtime, progress=progressed)
-            except Exception as exc:
-                if not isinstance(exc, MarketError):
-                    log.exception("catalogue sync")
-                self.post_message(SyncEnded(None, _failure(exc)))
-                return
-            self.post_message(SyncEnded(report, None))
-
         self.run_worker(
-            sync(), group="catalogue-sync", exclusive=True, exit_on_error=False, name="sync"
+            network.sync(self.runtime, self.post_message),
+            group="catalogue-sync",
+            exclusive=True,
+            exit_on_error=False,
+            name="sync",
         )
 
     def on_sync_progressed(self, message: SyncProgressed) -> None:
@@ -770,7 +334,7 @@ class CatalogueScreen(Screen[None]):
             for kind in KINDS:
                 self.tabs[kind].selected = None
                 self._search(kind)
-            self._read_cache()
+            self.cache.read_state()
             self.notify(
                 f"{s.endpoints:,} APIs and {s.datasets:,} datasets cached",
                 title="Catalogue synced",
@@ -780,7 +344,7 @@ class CatalogueScreen(Screen[None]):
             for kind in KINDS:
                 self._show_matches(kind)
             self.notify(
-                f"{_said(message.error or ('', ''))}. The cached catalogue stays as it was.",
+                f"{network.said(message.error or ('', ''))}. The cached catalogue stays as it was.",
                 title="Catalogue not synced",
                 severity="error",
                 markup=False,
@@ -801,11 +365,8 @@ class CatalogueScreen(Screen[None]):
         if action == "show_tab":
             return parameters[0] != self.active
         if action == "page":
-            m = self.tabs[self.active].matches
-            if m is None:
-                return False
             step = int(parameters[0])  # type: ignore[call-overload]
-            return m.offset > 0 if step < 0 else m.offset + len(m.rows) < m.total
+            return self.tabs[self.active].can_page(step)
         if action == "refresh":
             return not self.syncing
         return True
@@ -813,11 +374,8 @@ class CatalogueScreen(Screen[None]):
     # -- the operator's actions -----------------------------------------------------------------
 
     def _set_filter(self, kind: str, f: Any) -> None:
-        tab = self.tabs[kind]
-        if f == tab.filter:
+        if not self.tabs[kind].refilter(f):
             return
-        # A new question starts at its best match, not where the cursor was.
-        tab.filter, tab.offset, tab.selected = f, 0, None
         self._draw_filters(kind)
         self._search(kind)
 
@@ -928,16 +486,8 @@ class CatalogueScreen(Screen[None]):
         self._start_sync()
 
     def action_page(self, step: int) -> None:
-        tab = self.tabs[self.active]
-        m = tab.matches
-        if m is None:
-            return
-        offset = tab.offset + step * PAGE_SIZE
-        if offset < 0 or offset >= max(m.total, 1):
-            return
-        tab.offset = offset
-        tab.selected = None
-        self._search(self.active)
+        if self.tabs[self.active].turn_page(step):
+            self._search(self.active)
 
     def action_move(self, step: int) -> None:
         table = self.table(self.active)

@@ -397,8 +397,7 @@ async def test_bad_keymap_entries_are_named_once_and_the_rest_applies(
         assert "must be a string" in text
         assert text.count("Settings not applied") == 1
         app.clear_notifications()
-        await pilot.pause(0.1)
-        assert "H History" in screen_text(app) and "d Deny" in screen_text(app)
+        await until(pilot, lambda: "H History" in screen_text(app) and "d Deny" in screen_text(app))
 
 
 async def test_broken_settings_file_keeps_the_defaults(

@@ -19,7 +19,14 @@ from eth_account import Account as EthAccount
 from helpers import FakeClock
 from rich.console import Console
 from textual.pilot import Pilot
-from tui_support import PINNED_SANDBOX, build_console, screen_text, started, until
+from tui_support import (
+    PINNED_SANDBOX,
+    build_console,
+    record_notifications,
+    screen_text,
+    started,
+    until,
+)
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams, SubmitParams
@@ -146,18 +153,6 @@ async def fund_like_a_browser(checkout_url: str) -> Decimal:
         )
         assert funded.status_code == 200, funded.text
     return Decimal(amount.group(1))
-
-
-def record_notifications(app: ConsoleApp) -> list[str]:
-    seen: list[str] = []
-    notify = app.notify
-
-    def recording(message: str, **options: Any) -> None:
-        seen.append(str(message))
-        notify(message, **options)
-
-    app.notify = recording  # type: ignore[method-assign]
-    return seen
 
 
 # -- snapshots ------------------------------------------------------------------------------------

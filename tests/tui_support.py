@@ -47,6 +47,19 @@ def notices(app: ConsoleApp) -> str:
     return " ".join(line for line in lines if line)
 
 
+def record_notifications(app: ConsoleApp) -> list[str]:
+    """Every notification's text, in order, as the app is asked to show it."""
+    seen: list[str] = []
+    notify = app.notify
+
+    def recording(message: str, **options: Any) -> None:
+        seen.append(str(message))
+        notify(message, **options)
+
+    app.notify = recording  # type: ignore[method-assign]
+    return seen
+
+
 async def until(pilot: Pilot[Any], predicate: Callable[[], Any], timeout: float = 10.0) -> None:
     """Poll while the app keeps running: the broker works in background tasks and `pause()`
     alone never waits for them."""

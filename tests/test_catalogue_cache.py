@@ -28,6 +28,7 @@ from svc_console.core.catalogue_filters import (
     parse_price,
 )
 from svc_console.ledger import Ledger, catalogue_schema, catalogue_search, catalogue_store
+from svc_console.ledger.readers import open_reader
 from svc_console.ledger.schema import MIGRATIONS
 from svc_console.market import errors
 from svc_console.market.mcp import McpClient
@@ -68,7 +69,7 @@ def synced(
 
 @pytest.fixture
 def reader(synced: tuple[Path, SyncReport, list[SyncProgress]]) -> Iterator[sqlite3.Connection]:
-    conn = catalogue_search.open_reader(synced[0])
+    conn = open_reader(synced[0])
     yield conn
     conn.close()
 
@@ -152,7 +153,7 @@ async def test_a_failed_sync_keeps_the_previous_cache(
     finally:
         await unreachable.aclose()
     assert _state(ledger_copy) == before
-    conn = catalogue_search.open_reader(ledger_copy)
+    conn = open_reader(ledger_copy)
     try:
         assert catalogue_search.search_endpoints(conn, MarketFilter(query="scraper")).total > 0
     finally:
@@ -160,7 +161,7 @@ async def test_a_failed_sync_keeps_the_previous_cache(
 
 
 def _state(path: Path) -> catalogue_store.SyncState:
-    conn = catalogue_search.open_reader(path)
+    conn = open_reader(path)
     try:
         return catalogue_store.sync_state(conn)
     finally:

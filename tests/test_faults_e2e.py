@@ -38,7 +38,7 @@ from svc_console.core.states import FINAL, State
 from svc_console.market.wallet import WalletClient
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
-from svc_console.tui.screens.approvals import ApprovalsScreen
+from svc_console.tui.approvals.screen import ApprovalsScreen
 
 POLICY = """# SKILLS.md: fault weather
 

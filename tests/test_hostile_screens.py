@@ -42,15 +42,15 @@ from svc_console.runtime import Runtime
 from svc_console.sandbox.app import create_app
 from svc_console.sandbox.catalog import WEBSEARCH_ID, Catalog, catalog
 from svc_console.tui.app import ConsoleApp
+from svc_console.tui.approvals.detail import RequestDetail, render
+from svc_console.tui.catalogue import screen as catalogue_screen
+from svc_console.tui.catalogue.screen import MARKET, CatalogueScreen
+from svc_console.tui.catalogue.skill_view import InertMarkdown
 from svc_console.tui.colors import palette
 from svc_console.tui.request_lists import HISTORY_LIST
-from svc_console.tui.screens import catalogue as catalogue_screen
-from svc_console.tui.screens.catalogue import MARKET, CatalogueScreen
-from svc_console.tui.screens.usage import UsageScreen
-from svc_console.tui.widgets.detail import RequestDetail, render
-from svc_console.tui.widgets.skill_view import InertMarkdown
-from svc_console.tui.widgets.usage_dialogs import UsageFilterDialog
-from svc_console.tui.widgets.usage_summary import SpendBreakdown
+from svc_console.tui.usage.dialogs import UsageFilterDialog
+from svc_console.tui.usage.screen import UsageScreen
+from svc_console.tui.usage.summary import SpendBreakdown
 
 PREFIX = "ep_hostile_"
 TEXTS = [text for _, text in SENDABLE]

@@ -40,9 +40,9 @@ from svc_console.sandbox import server as sandbox_server
 from svc_console.sandbox.app import create_app
 from svc_console.sandbox.catalog import WEBSEARCH_ID, Catalog, catalog
 from svc_console.sandbox.state import SandboxState
+from svc_console.tui.approvals.detail import RequestDetail, render
 from svc_console.tui.colors import palette
 from svc_console.tui.request_lists import PENDING
-from svc_console.tui.widgets.detail import RequestDetail, render
 
 # Characters that must never reach the screen as themselves: controls, format characters (bidi,
 # zero-width, tags), surrogates, line and paragraph separators, and the code points Unicode says

@@ -40,7 +40,7 @@ from svc_console.config.paths import Paths
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
-from svc_console.tui.screens.approvals import ApprovalsScreen
+from svc_console.tui.approvals.screen import ApprovalsScreen
 
 AGENTS = 200
 SECONDS = float(os.environ.get("LOAD_SECONDS", 5))

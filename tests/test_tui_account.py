@@ -25,9 +25,9 @@ from svc_console.config.paths import Paths
 from svc_console.config.service import ServiceConfig
 from svc_console.runtime import Runtime
 from svc_console.sandbox.outbox import Outbox
+from svc_console.tui.account.forms import OnboardingForm
+from svc_console.tui.account.screen import AccountScreen
 from svc_console.tui.app import ConsoleApp
-from svc_console.tui.screens.account import AccountScreen
-from svc_console.tui.widgets.account_forms import OnboardingForm
 
 EMAIL = "ops@example.com"
 SAVED_KEY = "sk_live_" + "K" * 32

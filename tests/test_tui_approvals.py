@@ -20,6 +20,7 @@ from tui_support import (
     build_console,
     notices,
     queue,
+    record_notifications,
     rows,
     screen_text,
     seed_pending,
@@ -38,13 +39,13 @@ from svc_console.ledger.request_windows import RequestQuery
 from svc_console.runtime import Runtime
 from svc_console.tui import present
 from svc_console.tui.app import ConsoleApp
+from svc_console.tui.approvals.detail import render
+from svc_console.tui.approvals.history import HistoryTable
+from svc_console.tui.approvals.screen import ApprovalsScreen
 from svc_console.tui.colors import Palette
 from svc_console.tui.modals import ConfirmAmountModal, DenyReasonModal
 from svc_console.tui.request_lists import PAGE_SIZE, parse_filter, with_token
-from svc_console.tui.screens.approvals import ApprovalsScreen
 from svc_console.tui.themes import BUNDLED_THEMES, ThemeError, load_theme, load_themes
-from svc_console.tui.widgets.detail import render
-from svc_console.tui.widgets.history import HistoryTable
 
 # Personal data the operator must see (a secret would be refused at the socket: test_secret_inputs).
 CONTACT = "jane.doe@example.org"
@@ -64,19 +65,6 @@ HOSTILE = "\x1b[31mRED\x1b]52;c;SGVsbG8=\x07 [@click=app.quit]x[/] \u202eevil"
 @pytest.fixture
 def console(make_runtime: Callable[..., Runtime], clock: FakeClock) -> Callable[..., ConsoleApp]:
     return lambda **options: build_console(make_runtime, clock, **options)
-
-
-def record_notifications(app: ConsoleApp) -> list[str]:
-    """Every notification's text, in order, as the app is asked to show it."""
-    seen: list[str] = []
-    notify = app.notify
-
-    def recording(message: str, **options: Any) -> None:
-        seen.append(str(message))
-        notify(message, **options)
-
-    app.notify = recording  # type: ignore[method-assign]
-    return seen
 
 
 def history(app: ConsoleApp) -> HistoryTable:
@@ -258,12 +246,17 @@ async def test_each_new_request_rings_and_is_announced_once(console: Callable[..
                 await agent.submit(**params)
             await until(pilot, lambda: len(broker.pending()) == 3)
         await rows(pilot, 3)
-        await pilot.pause(0.1)
-        arrivals = [text for text in notes if "new request" in text.lower()]
+
+        def arrivals() -> list[str]:
+            return [text for text in notes if "new request" in text.lower()]
+
+        def announced() -> int:
+            return sum(int(text.split()[0]) if text[0].isdigit() else 1 for text in arrivals())
+
         # Arriving together they share one notification ("3 new requests ..."), apart each has
         # its own: either way each request is announced once, with one bell per notification.
-        announced = sum(int(text.split()[0]) if text[0].isdigit() else 1 for text in arrivals)
-        assert announced == 3 and len(rang) == len(arrivals)
+        await until(pilot, lambda: announced() >= 3)
+        assert announced() == 3 and len(rang) == len(arrivals())
 
 
 async def test_deny_needs_a_reason(console: Callable[..., ConsoleApp]):

@@ -9,6 +9,7 @@ start), so they need not wait for a sync; the tests of the sync itself start fro
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -23,7 +24,14 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Checkbox, Input, Select
 from textual.widgets._markdown import MarkdownBlock
-from tui_support import build_console, screen_text, started, type_text, until
+from tui_support import (
+    build_console,
+    record_notifications,
+    screen_text,
+    started,
+    type_text,
+    until,
+)
 
 from svc_console.config.paths import Paths
 from svc_console.core.catalogue_filters import DatasetFilter, MarketFilter
@@ -31,20 +39,21 @@ from svc_console.core.datasets import DatasetListing
 from svc_console.core.models import EndpointRecord
 from svc_console.core.sanitize import inert_markdown
 from svc_console.ledger import Ledger, catalogue_search, catalogue_store
+from svc_console.ledger.readers import open_reader
 from svc_console.runtime import Runtime
 from svc_console.sandbox.catalog import Catalog, catalog
 from svc_console.sandbox.datasets import dataset_catalog
 from svc_console.tui import bindings
 from svc_console.tui.app import ConsoleApp
-from svc_console.tui.help import HelpScreen
-from svc_console.tui.screens.catalogue import DATASETS, MARKET, CatalogueScreen
-from svc_console.tui.widgets.catalogue_dialogs import (
+from svc_console.tui.catalogue.dialogs import (
     DatasetFilterDialog,
     MarketFilterDialog,
     TrialFieldsDialog,
 )
-from svc_console.tui.widgets.catalogue_tables import PAGE_SIZE
-from svc_console.tui.widgets.skill_view import InertMarkdown
+from svc_console.tui.catalogue.screen import DATASETS, MARKET, CatalogueScreen
+from svc_console.tui.catalogue.skill_view import InertMarkdown
+from svc_console.tui.catalogue.tables import PAGE_SIZE
+from svc_console.tui.help import HelpScreen
 
 SYNCED_AT = FakeClock().now
 HOSTILE = "\x1b[31mRED\x1b]52;c;SGVsbG8=\x07 [@click=app.quit]quit[/] \u202eevil"
@@ -99,6 +108,24 @@ def on_catalogue(app: ConsoleApp) -> bool:
     return isinstance(app.screen, CatalogueScreen)
 
 
+class HeldSync:
+    """Syncs that wait at a gate before they start: while it is shut the screen stays in its
+    syncing state for as long as the test needs, rather than for a moment that may be over
+    before the test looks. `started` lists the runtime of each sync begun."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.gate = asyncio.Event()
+        self.started: list[Runtime] = []
+        sync_catalogue = Runtime.sync_catalogue
+
+        async def held(runtime: Runtime, **options: Any) -> Any:
+            self.started.append(runtime)
+            await self.gate.wait()
+            return await sync_catalogue(runtime, **options)
+
+        monkeypatch.setattr(Runtime, "sync_catalogue", held)
+
+
 async def open_catalogue(pilot: Pilot[Any]) -> CatalogueScreen:
     await started(pilot)
     await pilot.press("2")
@@ -117,7 +144,7 @@ def shown_ids(scr: CatalogueScreen, kind: str) -> list[str]:
 
 
 def cache_search(path: Path, f: MarketFilter | DatasetFilter, **window: int) -> Any:
-    conn = catalogue_search.open_reader(path)
+    conn = open_reader(path)
     try:
         if isinstance(f, MarketFilter):
             return catalogue_search.search_endpoints(conn, f, limit=PAGE_SIZE, **window)
@@ -150,16 +177,20 @@ def trial_shown(scr: CatalogueScreen) -> bool:
 
 
 def test_snapshot_loading_with_an_empty_cache(
-    snap_compare: Any, console: Callable[..., ConsoleApp], sandbox: Any
+    snap_compare: Any,
+    console: Callable[..., ConsoleApp],
+    sandbox: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ):
-    """First visit, nothing cached: the sync starts by itself and the screen says so (the
-    service is slowed down so the loading state holds still for the picture)."""
-    sandbox.state.faults.set("latency", routes=["market"], delay_ms=4000)
+    """First visit, nothing cached: the sync starts by itself and the screen says so (the sync
+    is held before it asks the service, so the loading state holds still for the picture)."""
+    held = HeldSync(monkeypatch)
     app = console()
 
     async def run_before(pilot: Pilot[Any]) -> None:
         scr = await open_catalogue(pilot)
-        await until(pilot, lambda: scr.syncing and "being fetched" in screen_text(app))
+        await until(pilot, lambda: held.started and "being fetched" in screen_text(app))
+        assert scr.syncing
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
 
@@ -503,16 +534,22 @@ async def test_trial_fields_key_reports_coverage(console: Callable[..., ConsoleA
 
 
 async def test_visiting_with_an_empty_cache_syncs_over_http(
-    console: Callable[..., ConsoleApp], paths: Paths
+    console: Callable[..., ConsoleApp], paths: Paths, monkeypatch: pytest.MonkeyPatch
 ):
+    held = HeldSync(monkeypatch)  # until the test has pressed `r` during the sync
     app = console()
     notes = record_notifications(app)
     async with app.run_test(size=(120, 40)) as pilot:
         scr = await open_catalogue(pilot)
+        await until(pilot, lambda: held.started)  # the empty cache started a sync
         assert scr.syncing
         assert scr.check_action("refresh", ()) is False
         await pilot.press("r")  # already syncing: said, not started twice
-        await until(pilot, lambda: not scr.syncing, timeout=120)
+        held.gate.set()
+        # The sync's report is the event waited for.
+        await until(pilot, lambda: any("APIs and" in note for note in notes), timeout=120)
+        assert not scr.syncing
+        assert len(held.started) == 1
         assert scr.sync_error is None
         assert scr.state.endpoints == len(catalog().endpoints)
         await until(pilot, lambda: total(scr, MARKET) == scr.state.endpoints)
@@ -522,7 +559,7 @@ async def test_visiting_with_an_empty_cache_syncs_over_http(
         assert sum("APIs and" in note for note in notes) == 1
         await until(pilot, lambda: f"{len(catalog().endpoints):,} APIs" in screen_text(app))
         # What the screen shows is what the ledger file now holds.
-        conn = catalogue_search.open_reader(paths.ledger(sandbox=True))
+        conn = open_reader(paths.ledger(sandbox=True))
         try:
             assert catalogue_store.sync_state(conn) == scr.state
         finally:
@@ -680,15 +717,3 @@ async def test_inert_markdown_makes_no_link_and_runs_no_action():
 def test_inert_markdown_escapes_action_and_link_tags():
     text = inert_markdown("[@click=app.quit]x[/] [ /@a] [LINK=http://e]y[/link] [b]ok[/b] \x1b")
     assert text == "\\[@click=app.quit]x[/] \\[ /@a] \\[LINK=http://e]y\\[/link] [b]ok[/b] <ESC>"
-
-
-def record_notifications(app: ConsoleApp) -> list[str]:
-    seen: list[str] = []
-    notify = app.notify
-
-    def recording(message: str, **options: Any) -> None:
-        seen.append(str(message))
-        notify(message, **options)
-
-    app.notify = recording  # type: ignore[method-assign]
-    return seen

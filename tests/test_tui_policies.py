@@ -26,12 +26,12 @@ from svc_console.runtime import Runtime
 from svc_console.tui import bindings
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.colors import Palette
-from svc_console.tui.screens.policies import PoliciesScreen
-from svc_console.tui.widgets.policy_dialogs import ConfirmPolicyChange
-from svc_console.tui.widgets.policy_diff import diff_text
-from svc_console.tui.widgets.policy_drift import DriftShown, rules_text, summary_text
-from svc_console.tui.widgets.policy_editor import PolicyEditor, highlights
-from svc_console.tui.widgets.policy_errors import PolicyErrorList
+from svc_console.tui.policies.dialogs import ConfirmPolicyChange
+from svc_console.tui.policies.diff import diff_text
+from svc_console.tui.policies.drift import DriftShown, rules_text, summary_text
+from svc_console.tui.policies.editor import PolicyEditor, highlights
+from svc_console.tui.policies.errors import PolicyErrorList
+from svc_console.tui.policies.screen import PoliciesScreen
 
 GOOD = (
     "# SKILLS.md\n"

@@ -28,8 +28,8 @@ from tui_support import build_console, screen_text, type_text, until
 from svc_console.config.paths import Paths
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
-from svc_console.tui.screens.approvals import ApprovalsScreen
-from svc_console.tui.screens.policies import PoliciesScreen
+from svc_console.tui.approvals.screen import ApprovalsScreen
+from svc_console.tui.policies.screen import PoliciesScreen
 from svc_console.tui.unsaved import QuitWithUnsavedWork
 
 EDITED = GOOD.replace("per_call_max_usdc: 0.25", "per_call_max_usdc: 0.20")

@@ -25,12 +25,12 @@ from svc_console.core.states import State
 from svc_console.runtime import Runtime
 from svc_console.tui import bindings, navigation
 from svc_console.tui.app import ConsoleApp
+from svc_console.tui.approvals.screen import ApprovalsScreen
 from svc_console.tui.commands import ConsoleCommands
 from svc_console.tui.help import HelpScreen
 from svc_console.tui.modals import DenyReasonModal
 from svc_console.tui.preferences import check_keymap, load_preferences
 from svc_console.tui.saved_theme import save_theme
-from svc_console.tui.screens.approvals import ApprovalsScreen
 from svc_console.tui.unsaved import QuitWithUnsavedWork
 
 SEARCH = {
@@ -152,7 +152,9 @@ async def test_a_screen_module_that_fails_to_import_is_reported(
     package = tmp_path / "half_built_screens"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "ledgerish.py").write_text("raise RuntimeError('not finished yet')\n")
+    (package / "ledgerish").mkdir()
+    (package / "ledgerish" / "__init__.py").write_text("")
+    (package / "ledgerish" / "screen.py").write_text("raise RuntimeError('not finished yet')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(navigation, "SCREENS_PACKAGE", "half_built_screens")
     try:
@@ -165,7 +167,8 @@ async def test_a_screen_module_that_fails_to_import_is_reported(
             await until(pilot, lambda: "Screen not loaded" in screen_text(app))
             assert "the ledgerish screen could not be loaded" in screen_text(app)
     finally:
-        sys.modules.pop("half_built_screens", None)
+        for name in ("half_built_screens", "half_built_screens.ledgerish"):
+            sys.modules.pop(name, None)
 
 
 # -- the command palette ------------------------------------------------------------------------
@@ -394,8 +397,7 @@ async def test_bad_keymap_entries_are_named_once_and_the_rest_applies(
         assert "must be a string" in text
         assert text.count("Settings not applied") == 1
         app.clear_notifications()
-        await pilot.pause(0.1)
-        assert "H History" in screen_text(app) and "d Deny" in screen_text(app)
+        await until(pilot, lambda: "H History" in screen_text(app) and "d Deny" in screen_text(app))
 
 
 async def test_broken_settings_file_keeps_the_defaults(

@@ -28,6 +28,7 @@ from svc_console.core.money import from_atomic
 from svc_console.core.usage import DAY_S, UsageCharge, UsageFilter, iso_instant
 from svc_console.ledger import Ledger
 from svc_console.ledger import usage_query as ledger_usage
+from svc_console.ledger.readers import open_reader
 from svc_console.ledger.usage_seed import DEFAULT_END, seed_usage
 from svc_console.ledger.usage_write import sync_usage
 from svc_console.runtime import Runtime
@@ -35,8 +36,8 @@ from svc_console.services.usage_export import FIELDS
 from svc_console.tui import navigation
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.commands import ConsoleCommands
-from svc_console.tui.screens.usage import UsageScreen
-from svc_console.tui.widgets.usage_dialogs import UsageExportDialog, UsageFilterDialog
+from svc_console.tui.usage.dialogs import UsageExportDialog, UsageFilterDialog
+from svc_console.tui.usage.screen import UsageScreen
 
 SEEDED = 1000
 # Noon of the last seeded day: "the last 7 days" holds charges.
@@ -123,7 +124,7 @@ def console(
 
 
 def read_ledger(paths: Paths, f: UsageFilter) -> list[ledger_usage.UsageRow]:
-    conn = ledger_usage.open_reader(paths.ledger(sandbox=True))
+    conn = open_reader(paths.ledger(sandbox=True))
     try:
         return list(ledger_usage.stream(conn, f))
     finally:

@@ -19,7 +19,14 @@ from eth_account import Account as EthAccount
 from helpers import FakeClock
 from rich.console import Console
 from textual.pilot import Pilot
-from tui_support import PINNED_SANDBOX, build_console, screen_text, started, until
+from tui_support import (
+    PINNED_SANDBOX,
+    build_console,
+    record_notifications,
+    screen_text,
+    started,
+    until,
+)
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams, SubmitParams
@@ -32,12 +39,12 @@ from svc_console.sandbox.wallet_keys import WalletKeys
 from svc_console.tui import bindings
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.colors import Palette
-from svc_console.tui.screens import wallet
-from svc_console.tui.screens.wallet import WalletScreen
-from svc_console.tui.widgets.wallet_awaiting import AwaitingFunds
-from svc_console.tui.widgets.wallet_flow import FundingFlow, Stage, safe_link
-from svc_console.tui.widgets.wallet_funding import link_text, render_flow
-from svc_console.tui.widgets.wallet_qr import QrCode, qr_lines
+from svc_console.tui.wallet import screen as wallet
+from svc_console.tui.wallet.awaiting import AwaitingFunds
+from svc_console.tui.wallet.flow import FundingFlow, Stage, safe_link
+from svc_console.tui.wallet.funding import link_text, render_flow
+from svc_console.tui.wallet.qr import QrCode, qr_lines
+from svc_console.tui.wallet.screen import WalletScreen
 
 SEARCH = {
     "kind": "market_call",
@@ -146,18 +153,6 @@ async def fund_like_a_browser(checkout_url: str) -> Decimal:
         )
         assert funded.status_code == 200, funded.text
     return Decimal(amount.group(1))
-
-
-def record_notifications(app: ConsoleApp) -> list[str]:
-    seen: list[str] = []
-    notify = app.notify
-
-    def recording(message: str, **options: Any) -> None:
-        seen.append(str(message))
-        notify(message, **options)
-
-    app.notify = recording  # type: ignore[method-assign]
-    return seen
 
 
 # -- snapshots ------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from svc_console.core.money import from_atomic
 from svc_console.core.usage import DAY_S, UsageCharge, UsageFilter, iso_instant
 from svc_console.ledger import Ledger
 from svc_console.ledger import usage_query as ledger_usage
+from svc_console.ledger.readers import open_reader
 from svc_console.ledger.usage_seed import seed_usage
 from svc_console.ledger.usage_write import sync_usage
 from svc_console.services.usage_export import FIELDS, csv_cell, export, parse_since, parse_until
@@ -33,7 +34,7 @@ SEEDED = 1000
 
 def ledger_rows(paths: Paths, f: UsageFilter | None = None) -> list[ledger_usage.UsageRow]:
     f = f or UsageFilter()
-    conn = ledger_usage.open_reader(paths.ledger(sandbox=True))
+    conn = open_reader(paths.ledger(sandbox=True))
     try:
         return list(ledger_usage.stream(conn, f))
     finally:
@@ -253,7 +254,7 @@ def test_export_streams_instead_of_loading_the_table(tmp_path: Path):
     for rows in (1500, 3000):
         path = tmp_path / f"ledger-{rows}.db"
         seed_usage(path, rows)
-        conn = ledger_usage.open_reader(path)
+        conn = open_reader(path)
         sink = _CountingSink()
         tracemalloc.start()
         try:

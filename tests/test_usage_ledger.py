@@ -28,6 +28,7 @@ from svc_console.core.usage import (
 )
 from svc_console.ledger import Ledger
 from svc_console.ledger import usage_query as U
+from svc_console.ledger.readers import open_reader
 from svc_console.ledger.schema import MIGRATIONS, migrate
 from svc_console.ledger.usage_seed import charges as seeded_charges
 from svc_console.ledger.usage_seed import seed_usage
@@ -277,7 +278,7 @@ def test_wire_times_and_amounts():
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sqlite3.Connection]:
     path = tmp_path_factory.mktemp("usage") / "ledger.db"
     seed_usage(path, SEEDED, days=60)
-    conn = U.open_reader(path)
+    conn = open_reader(path)
     yield conn
     conn.close()
 

@@ -18,7 +18,7 @@ from svc_console.core.states import State
 from svc_console.ledger import Ledger
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
-from svc_console.tui.screens.approvals import ApprovalsScreen
+from svc_console.tui.approvals.screen import ApprovalsScreen
 from svc_console.tui.widgets.queue import RequestQueue
 
 PINNED_SANDBOX = "http://127.0.0.1:8402"
@@ -45,6 +45,19 @@ def notices(app: ConsoleApp) -> str:
     """The notifications on screen as one line of text: wrapped lines joined again."""
     lines = [line.split("▌", 1)[1].strip() for line in screen_text(app).splitlines() if "▌" in line]
     return " ".join(line for line in lines if line)
+
+
+def record_notifications(app: ConsoleApp) -> list[str]:
+    """Every notification's text, in order, as the app is asked to show it."""
+    seen: list[str] = []
+    notify = app.notify
+
+    def recording(message: str, **options: Any) -> None:
+        seen.append(str(message))
+        notify(message, **options)
+
+    app.notify = recording  # type: ignore[method-assign]
+    return seen
 
 
 async def until(pilot: Pilot[Any], predicate: Callable[[], Any], timeout: float = 10.0) -> None:

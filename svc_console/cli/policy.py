@@ -212,10 +212,11 @@ def _cached_endpoint(path: Path, endpoint_id: str) -> tuple[Any, str] | None:
     import sqlite3
 
     from svc_console.ledger import catalogue_schema, catalogue_search, catalogue_store
+    from svc_console.ledger.readers import open_reader
 
     if not path.exists():
         return None
-    conn = catalogue_search.open_reader(path)
+    conn = open_reader(path)
     try:
         if not catalogue_schema.is_ready(conn):
             return None

@@ -58,7 +58,7 @@ def run_export(args: argparse.Namespace) -> int:
     from svc_console.config.paths import resolve_paths
     from svc_console.config.service import configured_ledger
     from svc_console.core.usage import UsageFilter
-    from svc_console.ledger.usage_query import open_reader
+    from svc_console.ledger.readers import open_reader
     from svc_console.services.usage_export import (
         ExportError,
         export,

@@ -72,7 +72,7 @@ def inert_markdown(text: object, limit: int = 64_000) -> str:
     """Untrusted Markdown (an endpoint's skill.md) for a Markdown widget: `inert` first, then
     every `[` that opens an action or link tag (`[@click=app.quit]`, `[link=...]`) is
     backslash-escaped, which Markdown shows as a plain `[`. The widget must still be one that
-    never follows links nor parses markup (`tui/widgets/skill_view.py`: its parser has links,
+    never follows links nor parses markup (`tui/catalogue/skill_view.py`: its parser has links,
     images, autolinks, raw HTML and entities switched off); the escape keeps the text inert even
     if it ever reached a renderer that read markup."""
     return _ACTIVE_MARKUP.sub(r"\\[", inert(text, limit))

@@ -8,8 +8,8 @@ the other conditions left.
 
 A search returns one window of light rows (`EndpointRow`, `DatasetRow`) and the number of matches
 in all; nothing here loads a whole table. The full record of one item is read when it is selected.
-Searches use a read-only connection of their own (`open_reader`), so a search never waits for the
-broker.
+Searches use a read-only connection of their own (`readers.open_reader`), so a search never
+waits for the broker.
 
 Money is integer atomic USDC, as everywhere in the ledger. Nothing here knows of Textual: the
 catalogue screen shows.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from svc_console.core.catalogue_filters import DatasetFilter, MarketFilter
@@ -36,13 +35,6 @@ from svc_console.ledger.catalogue_schema import (
 
 # A word this long or longer can use the trigram index.
 TRIGRAM = 3
-
-
-def open_reader(path: Path) -> sqlite3.Connection:
-    """A read-only connection to the ledger file, for one thread at a time."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout=5000")
-    return conn
 
 
 # -- what a search returns ----------------------------------------------------------------------

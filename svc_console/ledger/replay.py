@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import sqlite_utils
+
+from svc_console.ledger.readers import open_query_only
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,3 +74,14 @@ def past_requests(db: sqlite_utils.Database, since: float, until: float) -> Iter
             ceiling=ceiling,
             charged=charged,
         )
+
+
+@contextmanager
+def replaying(path: Path, since: float, until: float) -> Iterator[Iterator[PastRequest]]:
+    """`past_requests` of the ledger file at `path`, streamed through a query-only connection of
+    the calling thread's own (the broker keeps writing through its own); closed on leaving."""
+    connection = open_query_only(path)
+    try:
+        yield past_requests(sqlite_utils.Database(connection), since, until)
+    finally:
+        connection.close()

@@ -8,7 +8,7 @@ breakdown comes from SQL. Each query is shaped for an index of `_v3` (`ledger/sc
 reconciliation, stored when it was written, so filtering by state is an index lookup too.
 
 Every function takes any `sqlite3.Connection`: the screen and the export open the ledger file
-read-only (`open_reader`), so a long query never holds up the broker's writes.
+read-only (`readers.open_reader`), so a long query never holds up the broker's writes.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 
 from svc_console.core.money import from_atomic
 from svc_console.core.usage import DAY_S, FLAG_TEXT, Reconciled, UsageFilter, day_of
@@ -113,16 +112,6 @@ class SpendBucket:
     key: int | str | None
     count: int
     amount: int
-
-
-# -- opening ---------------------------------------------------------------------------------------
-
-
-def open_reader(path: Path) -> sqlite3.Connection:
-    """A read-only connection to a ledger file, usable from any one thread at a time."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout=5000")
-    return conn
 
 
 def has_usage(conn: sqlite3.Connection) -> bool:

@@ -18,7 +18,6 @@ import csv
 import json
 import os
 import re
-import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -28,6 +27,7 @@ from svc_console.core.money import format_usdc, from_atomic
 from svc_console.core.sanitize import inert_line
 from svc_console.core.usage import DAY_S, FLAG_TEXT, UsageFilter, iso_instant, parse_instant
 from svc_console.ledger import usage_query as ledger_usage
+from svc_console.ledger.readers import Connection
 from svc_console.ledger.usage_query import UsageRow
 
 FORMATS = ("csv", "json")
@@ -131,7 +131,7 @@ WRITERS: dict[str, Callable[[Iterable[UsageRow], TextIO], int]] = {
 }
 
 
-def export(conn: sqlite3.Connection, f: UsageFilter, fmt: str, out: TextIO) -> int:
+def export(conn: Connection, f: UsageFilter, fmt: str, out: TextIO) -> int:
     """Write every charge under `f`, oldest first, to `out`; returns how many."""
     if fmt not in WRITERS:
         raise ExportError(f"format must be one of {', '.join(FORMATS)}")
@@ -140,7 +140,7 @@ def export(conn: sqlite3.Connection, f: UsageFilter, fmt: str, out: TextIO) -> i
     return WRITERS[fmt](ledger_usage.stream(conn, f), out)
 
 
-def export_file(conn: sqlite3.Connection, f: UsageFilter, fmt: str, path: Path) -> int:
+def export_file(conn: Connection, f: UsageFilter, fmt: str, path: Path) -> int:
     """`export` into a new owner-only file at `path` (replacing one that exists)."""
     path = path.expanduser()
     if path.is_dir():

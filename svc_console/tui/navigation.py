@@ -1,6 +1,7 @@
 """The console's screens and how to reach them: a registry each screen module fills itself.
 
-Adding a screen is one module in `svc_console/tui/screens/` that registers its class:
+Adding a screen is one folder in `svc_console/tui/` whose `screen.py` registers its class (the
+folder also holds the widgets only that screen uses):
 
     @register_screen("usage", title="Usage", key="3", order=3)
     class UsageScreen(Screen[None]):
@@ -8,11 +9,11 @@ Adding a screen is one module in `svc_console/tui/screens/` that registers its c
 
         def __init__(self, runtime: Runtime) -> None: ...   # the started runtime
 
-The app imports every module of that package (`discover`), adds one Textual mode per registered
-screen, and binds its key app-wide (binding id `screens.<name>`, remappable like any other). The
-palette offers "Go to <title>", F1 lists the key. Only screens that exist are registered: nothing
-here knows which screens are still to come. Keys by convention: 1 Approvals (home), 2 Catalogue,
-3 Usage, 4 Policies, 5 Wallet, 6 Account.
+The app imports the `screen` module of every such folder (`discover`), adds one Textual mode per
+registered screen, and binds its key app-wide (binding id `screens.<name>`, remappable like any
+other). The palette offers "Go to <title>", F1 lists the key. Only screens that exist are
+registered: nothing here knows which screens are still to come. Keys by convention: 1 Approvals
+(home), 2 Catalogue, 3 Usage, 4 Policies, 5 Wallet, 6 Account.
 
 This module never imports a screen itself, so a screen that fails to import is reported by
 `discover` and leaves the others working.
@@ -21,6 +22,7 @@ This module never imports a screen itself, so a screen that fails to import is r
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import pkgutil
 from collections.abc import Callable
@@ -37,7 +39,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HOME = "approvals"
-SCREENS_PACKAGE = "svc_console.tui.screens"
+SCREENS_PACKAGE = "svc_console.tui"
+SCREEN_MODULE = "screen"
 
 ScreenClass = TypeVar("ScreenClass", bound="type[Screen[Any]]")
 
@@ -108,19 +111,22 @@ def entry_for(screen: object) -> ScreenEntry | None:
 
 
 def discover() -> list[str]:
-    """Import every module of the screens package so each registers itself. Returns one line per
-    module that failed to import (the other screens still work)."""
+    """Import the `screen` module of every folder of the screens package so each registers
+    itself. Returns one line per screen that failed to import (the other screens still work)."""
     problems: list[str] = []
     package = importlib.import_module(SCREENS_PACKAGE)
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.name.startswith("_"):
+    for folder in pkgutil.iter_modules(package.__path__):
+        if folder.name.startswith("_") or not folder.ispkg:
             continue
+        name = f"{SCREENS_PACKAGE}.{folder.name}.{SCREEN_MODULE}"
         try:
-            importlib.import_module(f"{SCREENS_PACKAGE}.{module.name}")
+            if importlib.util.find_spec(name) is None:
+                continue  # a folder of shared widgets, not a screen
+            importlib.import_module(name)
         except Exception as exc:
-            log.exception("screen module %s failed to import", module.name)
+            log.exception("screen module %s failed to import", name)
             problems.append(
-                f"the {module.name} screen could not be loaded: "
+                f"the {folder.name} screen could not be loaded: "
                 f"{type(exc).__name__}: {inert_line(exc, 160)}"
             )
     return problems

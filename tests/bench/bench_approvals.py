@@ -54,8 +54,8 @@ async def _measure(home: Path, pending: int) -> dict[str, list[float]]:
     from svc_console.config.paths import Paths
     from svc_console.runtime import Runtime
     from svc_console.tui.app import ConsoleApp
-    from svc_console.tui.screens.approvals import ApprovalsScreen
-    from svc_console.tui.widgets.detail import RequestDetail
+    from svc_console.tui.approvals.detail import RequestDetail
+    from svc_console.tui.approvals.screen import ApprovalsScreen
 
     # When the detail was redrawn (the screen applied a key), and when each frame was composed.
     # Headless, Textual still composes every frame and hands it to `_display`, which only skips

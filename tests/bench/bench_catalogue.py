@@ -34,6 +34,7 @@ import harness
 from harness import BenchResult, Figures, Target
 
 from svc_console.core.models import EndpointRecord
+from svc_console.ledger.readers import open_reader
 from svc_console.sandbox.catalog import catalog
 
 TARGET = Target({"median": 15.0})
@@ -126,7 +127,7 @@ def measure_cache(runs: int) -> dict[str, list[float]] | str:
             catalogue_store.store(writer, records, _dataset_listings(), synced_at=time.time())
         finally:
             writer.close()
-        reader = catalogue_search.open_reader(path)
+        reader = open_reader(path)
         try:
 
             def endpoints(query: str, extra: dict[str, Any]) -> None:

@@ -126,8 +126,8 @@ async def _screen_run(home: Path) -> tuple[float, list[float], float]:
     from svc_console.config.paths import Paths
     from svc_console.runtime import Runtime
     from svc_console.tui.app import ConsoleApp
-    from svc_console.tui.screens.usage import UsageScreen
-    from svc_console.tui.widgets.usage_table import UsageTable
+    from svc_console.tui.usage.screen import UsageScreen
+    from svc_console.tui.usage.table import UsageTable
 
     paints = _watch_paints(
         UsageTable, lambda t: int(t.scroll_y) if int(t.scroll_y) in t.rows else None
@@ -166,7 +166,7 @@ async def _datatable_run(ledger: Path, rows: int) -> tuple[float, list[float]]:
     from textual.screen import Screen
     from textual.widgets import DataTable, Footer, Header
 
-    from svc_console.tui.widgets.usage_table import COLUMNS, state_label, usdc, when
+    from svc_console.tui.usage.table import COLUMNS, state_label, usdc, when
 
     paints = _watch_paints(DataTable, lambda t: int(t.scroll_y) if t.row_count else None)
 

@@ -2,18 +2,17 @@
 under filters, with totals, spend per day, the providers and agents that spent most, the charges
 no approval covers flagged in red, and export to CSV or JSON.
 
-It stays fast with a million charges because nothing here loads them: the table asks SQLite for the
-rows on screen (`widgets/usage_table.py`), and the totals, the chart and the breakdowns are sums
+It stays fast with a million charges because nothing here loads them: the table asks SQLite for
+the rows on screen (`usage/table.py`), and the totals, the chart and the breakdowns are sums
 SQLite computes from its indexes (`ledger/usage_query.py`). Every query runs in a thread worker on a
-read-only connection of its own and posts a message; the screen applies it. A change of filter bumps
-a generation number, so an answer to an older question is dropped, and interrupts the summary query
-still running.
+read-only connection of its own and posts a message; the screen applies it. A change of filter
+bumps a generation number, so an answer to an older question is dropped, and interrupts the summary
+query still running.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from svc_console.core.sanitize import inert_line
 from svc_console.core.taxonomy import domain_label
 from svc_console.core.usage import DAY_S, Reconciled, UsageFilter, iso_instant
 from svc_console.ledger import usage_query as ledger_usage
+from svc_console.ledger.readers import Interrupted, Reader, open_reader
 from svc_console.ledger.usage_query import SpendBucket, UsageRow, UsageTotals
 from svc_console.ledger.usage_write import SyncResult
 from svc_console.runtime import Runtime
@@ -39,15 +39,15 @@ from svc_console.tui import bindings
 from svc_console.tui.bindings import Command
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.navigation import register_screen
-from svc_console.tui.widgets.banner import SandboxBanner
-from svc_console.tui.widgets.usage_dialogs import (
+from svc_console.tui.usage.dialogs import (
     ExportChoice,
     FilterChoices,
     UsageExportDialog,
     UsageFilterDialog,
 )
-from svc_console.tui.widgets.usage_summary import SpendBreakdown, SpendChart, totals_text
-from svc_console.tui.widgets.usage_table import Reader, UsageTable, state_label, usdc
+from svc_console.tui.usage.summary import SpendBreakdown, SpendChart, totals_text
+from svc_console.tui.usage.table import UsageTable, state_label, usdc
+from svc_console.tui.widgets.banner import SandboxBanner
 
 log = logging.getLogger(__name__)
 
@@ -185,8 +185,8 @@ class UsageScreen(Screen[None]):
             yield SpendBreakdown("per agent", id="usage-agents")
         # The rows and the sums are asked for now, before anything is mounted: the queries run
         # while Textual styles and lays out the screen, so its first frame already shows rows.
-        self.table_reader = Reader(ledger_usage.open_reader(self.ledger_path))
-        self.summary_reader = Reader(ledger_usage.open_reader(self.ledger_path))
+        self.table_reader = Reader.open(self.ledger_path)
+        self.summary_reader = Reader.open(self.ledger_path)
         table = UsageTable(id="usage-table")
         table.attach(self.table_reader)
         self._query(table, summary=False)
@@ -261,7 +261,7 @@ class UsageScreen(Screen[None]):
                     return
                 try:
                     value = query(reader.conn)
-                except sqlite3.OperationalError:
+                except Interrupted:
                     if worker.is_cancelled or reader.closed:
                         return  # interrupted: a newer filter or the screen closing
                     raise
@@ -393,7 +393,7 @@ class UsageScreen(Screen[None]):
         if reader is None:
             return
         # Its own connection: the summary reader may be busy with a long sum.
-        conn = ledger_usage.open_reader(self.ledger_path)
+        conn = open_reader(self.ledger_path)
         try:
             choices = FilterChoices(
                 *(ledger_usage.distinct(conn, column) for column in ledger_usage.FILTER_COLUMNS)
@@ -431,7 +431,7 @@ class UsageScreen(Screen[None]):
 
         def write() -> None:
             # Its own connection: an export of a million rows must not hold up the screen.
-            conn = ledger_usage.open_reader(self.ledger_path)
+            conn = open_reader(self.ledger_path)
             try:
                 count = export_file(conn, f, choice.fmt, path)
             finally:

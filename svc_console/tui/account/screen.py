@@ -37,10 +37,10 @@ from svc_console.market.gateway import Marketplace
 from svc_console.runtime import Runtime
 from svc_console.services import onboarding
 from svc_console.tui import bindings
+from svc_console.tui.account.forms import Flow, OnboardingForm
 from svc_console.tui.bindings import Command
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.navigation import register_screen
-from svc_console.tui.widgets.account_forms import Flow, OnboardingForm
 from svc_console.tui.widgets.banner import SandboxBanner
 
 COMMANDS = (

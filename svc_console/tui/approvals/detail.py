@@ -68,6 +68,32 @@ class Fields:
                 yield Segment.line()
 
 
+class Sections:
+    """The detail being built: headed sections of text blocks and label/value rows."""
+
+    def __init__(self, colours: Palette) -> None:
+        self.colours = colours
+        self.parts: list[RenderableType] = []
+        self.rows: Fields | None = None
+
+    def heading(self, title: str) -> None:
+        self.parts.append(Text(f"\n{title}", style=self.colours.heading))
+        self.rows = None
+
+    def field(self, label: str | Text, value: str | Text) -> None:
+        if self.rows is None:
+            self.rows = Fields()
+            self.parts.append(self.rows)
+        self.rows.add(
+            label if isinstance(label, Text) else Text(label, style=self.colours.label),
+            value if isinstance(value, Text) else Text(value),
+        )
+
+    def block(self, text: Text) -> None:
+        self.parts.append(text)
+        self.rows = None
+
+
 def render(
     request: SpendRequest,
     colours: Palette,
@@ -76,49 +102,50 @@ def render(
 ) -> Group:
     """The whole detail as one renderable: headed sections, each a grid of label and value so a
     long value wraps under itself rather than under its label."""
-    parts: list[RenderableType] = []
-    rows: Fields | None = None
+    out = Sections(colours)
+    _head(out, request)
+    _decision(out, request, now)
+    _price(out, request, confirm)
+    _verdict(out, request)
+    _risks(out, request)
+    out.heading("Planned inputs")
+    out.block(Text(inputs_json(request.inputs)))
+    _provider(out, request)
+    if request.reason:
+        out.heading("Note")
+        out.block(Text(inert(request.reason, 500)))
+    if request.funding_url:
+        out.heading("Funding")
+        out.block(Text(inert_line(request.funding_url, 200)))
+    return Group(*out.parts)
 
-    def heading(title: str) -> None:
-        nonlocal rows
-        parts.append(Text(f"\n{title}", style=colours.heading))
-        rows = None
 
-    def field(label: str | Text, value: str | Text) -> None:
-        nonlocal rows
-        if rows is None:
-            rows = Fields()
-            parts.append(rows)
-        rows.add(
-            label if isinstance(label, Text) else Text(label, style=colours.label),
-            value if isinstance(value, Text) else Text(value),
-        )
-
-    def block(text: Text) -> None:
-        nonlocal rows
-        parts.append(text)
-        rows = None
-
-    endpoint = request.endpoint
+def _head(out: Sections, request: SpendRequest) -> None:
+    """The endpoint, the request's id, state and agent, and its purpose."""
+    endpoint, colours = request.endpoint, out.colours
     title = Text()
     title.append(
         inert_line(endpoint.name, 60) if endpoint else inert_line(request.endpoint_id or "?"),
         style="bold",
     )
     title.append(f"  {inert_line(request.endpoint_id or request.dataset_id or '', 60)}", "dim")
-    block(title)
-    block(
+    out.block(title)
+    out.block(
         Text.assemble(
             (f"{request.id} · {request.state} · from ", colours.label),
             (inert_line(request.agent, 64), "bold"),
         )
     )
-    heading("Purpose")
-    block(Text(inert(request.purpose, MAX_PURPOSE_CHARS)))
+    out.heading("Purpose")
+    out.block(Text(inert(request.purpose, MAX_PURPOSE_CHARS)))
 
+
+def _decision(out: Sections, request: SpendRequest, now: float | None) -> None:
+    """Who decided and when, and what came of it (once there is a decision or an outcome)."""
+    colours, field = out.colours, out.field
     decision = request.decision
     if decision is not None:
-        heading("Decision")
+        out.heading("Decision")
         verb = "approved" if decision.approved else "denied"
         when = f" {present.duration(now - decision.at)} ago" if now is not None else ""
         field(verb, Text.assemble((inert_line(decision.by, 60), "bold"), when))
@@ -128,7 +155,7 @@ def render(
             field("note", inert_line(decision.note, 300))
     outcome = request.outcome
     if outcome is not None or decision is not None:
-        heading("Outcome")
+        out.heading("Outcome")
         state = Text(
             present.outcome_label(request.state), colours.tone(present.outcome_tone(request.state))
         )
@@ -139,7 +166,10 @@ def render(
             field("receipt", inert_line(outcome.receipt.transaction, 80))
             field("response", f"{outcome.status} · {inert_line(outcome.content_type, 60)}")
 
-    heading("Price")
+
+def _price(out: Sections, request: SpendRequest, confirm: Decimal | None) -> None:
+    field = out.field
+    out.heading("Price")
     estimate = request.estimate
     if estimate is None:
         field("estimate", "not priced")
@@ -156,75 +186,74 @@ def render(
     if request.max_usdc is not None:
         field("agent max", f"{format_usdc(request.max_usdc)} USDC")
     if confirm is not None:
-        field("approve", Text(f"type {format_usdc(confirm)} to confirm", style=colours.warn))
+        field("approve", Text(f"type {format_usdc(confirm)} to confirm", style=out.colours.warn))
 
-    heading("Policy verdict")
+
+def _verdict(out: Sections, request: SpendRequest) -> None:
+    """The policy's verdict and, when it has budgets, their impact."""
+    field = out.field
+    out.heading("Policy verdict")
     if request.verdict is None:
         field("verdict", "none yet")
-    else:
-        verdict = request.verdict
-        field("verdict", present.verdict(request, long=True))
-        field("summary", inert_line(verdict.summary, 200))
-        for rule in present.rule_lines(verdict):
-            field("rule", inert_line(rule, 200))
-        for name, value in present.other_verdict_fields(verdict):
-            field(inert_line(name, 12), inert_line(value, 200))
-        budgets = present.budget_lines(verdict)
-        if budgets:
-            heading("Budget impact")
-            for line, tone in budgets:
-                block(Text(inert_line(line, 200), style=colours.tone(tone)))
+        return
+    verdict = request.verdict
+    field("verdict", present.verdict(request, long=True))
+    field("summary", inert_line(verdict.summary, 200))
+    for rule in present.rule_lines(verdict):
+        field("rule", inert_line(rule, 200))
+    for name, value in present.other_verdict_fields(verdict):
+        field(inert_line(name, 12), inert_line(value, 200))
+    budgets = present.budget_lines(verdict)
+    if budgets:
+        out.heading("Budget impact")
+        for line, tone in budgets:
+            out.block(Text(inert_line(line, 200), style=out.colours.tone(tone)))
 
-    heading("Risks")
+
+def _risks(out: Sections, request: SpendRequest) -> None:
+    colours = out.colours
+    out.heading("Risks")
     if not request.risk:
-        block(Text("none found", style=colours.label))
+        out.block(Text("none found", style=colours.label))
     for flag in present.by_severity(request.risk):
         # The severity takes the console's colour for it; the code and reason stay plain text.
-        field(
+        out.field(
             Text(flag.severity.value.upper(), style=colours.severity(flag.severity)),
             Text.assemble((inert_line(flag.code, 24), "bold"), "  ", inert_line(flag.reason, 200)),
         )
-    heading("Planned inputs")
-    block(Text(inputs_json(request.inputs)))
 
-    heading("Provider and data origin")
+
+def _provider(out: Sections, request: SpendRequest) -> None:
+    """Who provides the endpoint, where its record came from, its quality and taxonomy."""
+    colours, field, endpoint = out.colours, out.field, request.endpoint
+    out.heading("Provider and data origin")
     if endpoint is None:
         field("provider", "not inspected")
-    else:
-        verified = (
-            Text("verified", style=colours.good)
-            if endpoint.verified
-            else Text("not verified", style=colours.warn)
-        )
-        field("provider", Text.assemble(inert_line(endpoint.provider_name, 60), " · ", verified))
-        origin = (
-            "registered by its publisher"
-            if endpoint.origin == "publisher"
-            else "ingested from a public registry"
-        )
-        field("origin", origin)
-        field(
-            "quality",
-            f"qualityScore {endpoint.quality_score:.2f} · reliability {endpoint.reliability:.2f}",
-        )
-        field(
-            "domain", f"{inert_line(endpoint.domain_type, 8)} {domain_label(endpoint.domain_type)}"
-        )
-        field(
-            "product",
-            f"{inert_line(endpoint.product_class, 8)} "
-            f"{PRODUCT_CLASSES.get(endpoint.product_class, 'unknown class')}",
-        )
-        if endpoint.description:
-            field("about", inert_line(endpoint.description, 160))
-
-    if request.reason:
-        heading("Note")
-        block(Text(inert(request.reason, 500)))
-    if request.funding_url:
-        heading("Funding")
-        block(Text(inert_line(request.funding_url, 200)))
-    return Group(*parts)
+        return
+    verified = (
+        Text("verified", style=colours.good)
+        if endpoint.verified
+        else Text("not verified", style=colours.warn)
+    )
+    field("provider", Text.assemble(inert_line(endpoint.provider_name, 60), " · ", verified))
+    origin = (
+        "registered by its publisher"
+        if endpoint.origin == "publisher"
+        else "ingested from a public registry"
+    )
+    field("origin", origin)
+    field(
+        "quality",
+        f"qualityScore {endpoint.quality_score:.2f} · reliability {endpoint.reliability:.2f}",
+    )
+    field("domain", f"{inert_line(endpoint.domain_type, 8)} {domain_label(endpoint.domain_type)}")
+    field(
+        "product",
+        f"{inert_line(endpoint.product_class, 8)} "
+        f"{PRODUCT_CLASSES.get(endpoint.product_class, 'unknown class')}",
+    )
+    if endpoint.description:
+        field("about", inert_line(endpoint.description, 160))
 
 
 class RequestDetail(ScrollView):

@@ -19,7 +19,7 @@ from svc_console.core.sanitize import inert_line
 from svc_console.core.usage import day_label
 from svc_console.ledger.usage_query import SpendBucket, UsageTotals
 from svc_console.tui.colors import Palette
-from svc_console.tui.widgets.usage_table import usdc
+from svc_console.tui.usage.table import usdc
 
 
 def totals_text(totals: UsageTotals | None, colours: Palette) -> Text:

@@ -14,8 +14,6 @@ nothing is parsed as markup. Flagged charges are drawn in the theme's error colo
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -34,6 +32,7 @@ from svc_console.core.money import format_usdc, from_atomic
 from svc_console.core.sanitize import inert_line
 from svc_console.core.usage import Reconciled, UsageFilter
 from svc_console.ledger import usage_query as ledger_usage
+from svc_console.ledger.readers import Connection, Reader, ReadError
 from svc_console.ledger.usage_query import UsageRow
 
 CACHE_ROWS = 3000
@@ -76,25 +75,6 @@ def fit(text: str, width: int) -> str:
     if cell_len(text) <= width:
         return set_cell_size(text, width)
     return set_cell_size(text, max(0, width - 1)) + "…" if width else ""
-
-
-class Reader:
-    """One read-only connection to the ledger, used by one worker thread at a time."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self.lock = threading.Lock()
-        self.closed = False
-
-    def interrupt(self) -> None:
-        """Stop the query running now (it raises in its worker); the next one runs normally."""
-        self.conn.interrupt()
-
-    def close(self) -> None:
-        self.closed = True
-        self.conn.interrupt()
-        with self.lock:
-            self.conn.close()
 
 
 @dataclass(frozen=True)
@@ -147,7 +127,7 @@ class Fetch:
     from_end: int | None = None  # offset counted from the last row
 
 
-def load(conn: sqlite3.Connection, f: UsageFilter, fetch: Fetch) -> list[UsageRow]:
+def load(conn: Connection, f: UsageFilter, fetch: Fetch) -> list[UsageRow]:
     """Run one fetch (in a worker thread)."""
     if fetch.after is not None:
         return ledger_usage.after(conn, f, fetch.after, fetch.limit)
@@ -348,7 +328,7 @@ class UsageTable(ScrollView, can_focus=True, inherit_bindings=False):
                 if count:
                     total = ledger_usage.count(reader.conn, f)
                     self.post_message(self.Counted(generation, total))
-            except sqlite3.Error:
+            except ReadError:
                 if not reader.closed:  # interrupted because the screen is closing: not news
                     raise
 

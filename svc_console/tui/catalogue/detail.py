@@ -30,9 +30,9 @@ from svc_console.core.models import EndpointRecord
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert, inert_line
 from svc_console.core.taxonomy import PRODUCT_CLASSES, domain_label
+from svc_console.tui.catalogue.skill_view import InertMarkdown
+from svc_console.tui.catalogue.tables import cut
 from svc_console.tui.colors import Palette
-from svc_console.tui.widgets.catalogue_tables import cut
-from svc_console.tui.widgets.skill_view import InertMarkdown
 
 PREVIEW_COLUMNS = 8
 PREVIEW_COLUMN_CELLS = 14  # the room one preview column needs to say something

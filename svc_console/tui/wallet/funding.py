@@ -17,8 +17,8 @@ from textual.widgets import Static
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
 from svc_console.tui.colors import Palette
-from svc_console.tui.widgets.wallet_flow import STEP_TITLES, FundingFlow, Stage, safe_link
-from svc_console.tui.widgets.wallet_qr import QrCode
+from svc_console.tui.wallet.flow import STEP_TITLES, FundingFlow, Stage, safe_link
+from svc_console.tui.wallet.qr import QrCode
 
 URL_LIMIT = 120
 IDLE_TEXT = (

@@ -39,12 +39,12 @@ from svc_console.tui.bindings import Command
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.messages import RequestChanged
 from svc_console.tui.navigation import register_screen
+from svc_console.tui.wallet.awaiting import AwaitingFunds
+from svc_console.tui.wallet.balances import WalletBalances
+from svc_console.tui.wallet.flow import FundingFlow, Stage, required
+from svc_console.tui.wallet.funding import FundingPanel
 from svc_console.tui.widgets.banner import SandboxBanner
 from svc_console.tui.widgets.queue import endpoint_name
-from svc_console.tui.widgets.wallet_awaiting import AwaitingFunds
-from svc_console.tui.widgets.wallet_balances import WalletBalances
-from svc_console.tui.widgets.wallet_flow import FundingFlow, Stage, required
-from svc_console.tui.widgets.wallet_funding import FundingPanel
 
 log = logging.getLogger(__name__)
 

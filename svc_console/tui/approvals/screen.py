@@ -32,6 +32,10 @@ from svc_console.core.sanitize import inert_line
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
 from svc_console.tui import present
+from svc_console.tui.approvals.detail import RequestDetail
+from svc_console.tui.approvals.filter_bar import FilterBar
+from svc_console.tui.approvals.history import HistoryTable
+from svc_console.tui.approvals.list_status import ListStatus
 from svc_console.tui.bindings import bindings
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.messages import RequestChanged
@@ -47,10 +51,6 @@ from svc_console.tui.request_lists import (
     with_token,
 )
 from svc_console.tui.widgets.banner import PolicyBanner, SandboxBanner
-from svc_console.tui.widgets.detail import RequestDetail
-from svc_console.tui.widgets.filter_bar import FilterBar
-from svc_console.tui.widgets.history import HistoryTable
-from svc_console.tui.widgets.list_status import ListStatus
 from svc_console.tui.widgets.paged_table import PagedTable
 from svc_console.tui.widgets.queue import RequestQueue, endpoint_name
 

@@ -1,0 +1,1 @@
+"""The account screen: signing up and signing in to the marketplace."""

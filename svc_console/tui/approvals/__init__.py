@@ -1,0 +1,1 @@
+"""The approvals screen (home): the queue of requests, their detail and history."""

@@ -1,0 +1,1 @@
+"""The catalogue screen: the cached listing of endpoints and datasets, searched and synced."""

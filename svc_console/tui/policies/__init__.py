@@ -1,0 +1,1 @@
+"""The policies screen: editing, checking, simulating and saving the spending policy."""

@@ -1,1 +1,0 @@
-"""The TUI's screens; the approvals screen is home."""

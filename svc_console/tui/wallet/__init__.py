@@ -1,0 +1,1 @@
+"""The wallet screen: balances and funding the agent wallets."""

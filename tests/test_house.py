@@ -1,0 +1,73 @@
+"""The house rules that the import contracts (`lint-imports`, in `make lint`) cannot express: a
+module small enough to read in one sitting, a function small enough to see whole, and screens that
+read the ledger through `ledger/readers.py` instead of opening SQLite themselves."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import svc_console
+
+PACKAGE = Path(svc_console.__file__).parent
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+
+
+def _modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _name(path: Path) -> str:
+    return path.relative_to(PACKAGE.parent).as_posix()
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+def test_the_rules_see_every_module():
+    # A glob that matched nothing would make every rule below pass.
+    assert len(_modules()) > 100
+
+
+def test_no_module_is_over_500_lines():
+    long = {
+        _name(p): n
+        for p in _modules()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+def test_no_function_is_over_80_lines():
+    long = {}
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long[f"{_name(path)}:{node.lineno} {node.name}"] = lines
+    assert long == {}
+
+
+@pytest.mark.parametrize("module", ["sqlite3", "sqlite_utils"])
+def test_no_screen_or_widget_opens_the_ledger_itself(module):
+    tui = PACKAGE / "tui"
+    offenders = [
+        _name(p)
+        for p in sorted(tui.rglob("*.py"))
+        if any(
+            name == module or name.startswith(f"{module}.")
+            for name in _imports(ast.parse(p.read_text(encoding="utf-8")))
+        )
+    ]
+    assert offenders == []

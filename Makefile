@@ -33,7 +33,7 @@ crash: $(STAMP)
 
 # The load test for a minute (LOAD_SECONDS to change it): 200 agents; prints the figures.
 load: $(STAMP)
-	LOAD_SECONDS=$(or $(LOAD_SECONDS),60) $(BIN)/python -m pytest -q -s tests/test_load.py -k two_hundred
+	LOAD_SECONDS=$(or $(LOAD_SECONDS),60) $(BIN)/python -m pytest -q -s tests/e2e/test_load.py -k two_hundred
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -65,3 +65,15 @@ def seed_in_flight(
         ledger.start_execution(request_id, decision_id, 1, f"{request_id}-1", at=3.0)
     finally:
         ledger.close()
+
+
+SEARCH = {"endpoint_id": "ep_websearch_basic", "inputs": {"query": "solar prices"}}
+
+
+async def submit(runtime, agent_name="bot", **overrides):
+    """Submit a web search as the named agent over the runtime's socket, as an agent would."""
+    from svc_console.agent import AsyncAgent
+
+    params = {**SEARCH, "purpose": "background research", **overrides}
+    async with AsyncAgent(agent_name, runtime.paths.socket) as agent:
+        return await agent.submit(**params)

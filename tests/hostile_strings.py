@@ -1,6 +1,6 @@
 """A corpus of hostile strings: what an agent, a provider or the network might send to make the
-operator's screen lie. Data only; tests/test_hostile_text.py puts each through the sanitiser, the
-socket, the approvals screen and the command line.
+operator's screen lie. Data only; tests/e2e/test_hostile_text.py puts each through the sanitiser,
+the socket, the approvals screen and the command line.
 
 Each entry is (name, text). Names say what the string tries to do.
 """

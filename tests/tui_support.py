@@ -19,6 +19,7 @@ from svc_console.ledger import Ledger
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.approvals.screen import ApprovalsScreen
+from svc_console.tui.usage.screen import UsageScreen
 from svc_console.tui.widgets.queue import RequestQueue
 
 PINNED_SANDBOX = "http://127.0.0.1:8402"
@@ -167,3 +168,19 @@ def seed_pending(paths: Paths, count: int, now: float) -> list[str]:
     finally:
         ledger.close()
     return ids
+
+
+def usage_settled(app: ConsoleApp) -> bool:
+    """The usage screen is shown, counted, its visible rows and its whole summary loaded."""
+    screen = app.screen
+    if not isinstance(screen, UsageScreen) or screen.table.total is None:
+        return False
+    table, s = screen.table, screen.summary
+    top = int(table.scroll_y)
+    visible = range(top, min(table.total, top + table.page))
+    return all(i in table.rows for i in visible) and None not in (
+        s.totals,
+        s.days,
+        s.providers,
+        s.agents,
+    )

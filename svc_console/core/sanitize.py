@@ -16,7 +16,7 @@ import unicodedata
 # and paragraph separators, surrogates, and every Default_Ignorable_Code_Point (soft hyphen,
 # variation selectors, Hangul fillers...), plus the braille blank, which draws an empty cell.
 # Variation selectors go too, emoji's U+FE0F included: a terminal may draw the emoji wider than
-# the layout counted. tests/test_hostile_text.py checks the ranges against unicodedata.
+# the layout counted. tests/e2e/test_hostile_text.py checks the ranges against unicodedata.
 _INVISIBLE = [
     (0x00AD, 0x00AD), (0x034F, 0x034F), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD),
     (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2), (0x115F, 0x1160), (0x17B4, 0x17B5),

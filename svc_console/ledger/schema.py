@@ -177,7 +177,7 @@ def _v3(db: sqlite_utils.Database) -> None:
 
     Written with IF NOT EXISTS so the step is safe to meet twice while the migrations of parallel
     work are put in order. Every index serves a query of ledger/usage_query.py (checked with EXPLAIN
-    QUERY PLAN in tests/test_usage_ledger.py). `usage_at` (at, then the rowid) gives the
+    QUERY PLAN in tests/ledger/test_usage_ledger.py). `usage_at` (at, then the rowid) gives the
     newest-first window in order, so even a deep OFFSET skips index entries, not rows; each filter
     column leads an index followed by `at`; `amount` rides along in `usage_time` and the agent and
     provider indexes so totals, spend per day and the breakdowns are read from the index alone."""
@@ -242,7 +242,7 @@ def _v5(db: sqlite_utils.Database) -> None:
     without statistics (a ledger is never ANALYZEd) SQLite would otherwise rather look the
     pending requests up by (state, expires_at) and sort them. It ends with the tie-breakers
     (created_at, id), so a page's ids are read from the index alone (checked with EXPLAIN QUERY
-    PLAN in tests/test_approvals_sort.py).
+    PLAN in tests/ledger/test_approvals_sort.py).
 
     Safe to meet twice, like _v2 to _v4: the column is added only when missing, indexes with IF
     NOT EXISTS, and filling again writes the same values."""

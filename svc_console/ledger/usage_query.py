@@ -4,7 +4,7 @@ breakdowns finance runs over it (`ledger/usage_write.py` writes and reconciles t
 A table of a million charges is never loaded whole. The screen asks for the rows it shows (a
 window by offset, or the page after/before a row it already has), and every count, sum and
 breakdown comes from SQL. Each query is shaped for an index of `_v3` (`ledger/schema.py`);
-`tests/test_usage_ledger.py` checks the plans with EXPLAIN QUERY PLAN. Each row carries its
+`tests/ledger/test_usage_ledger.py` checks the plans with EXPLAIN QUERY PLAN. Each row carries its
 reconciliation, stored when it was written, so filtering by state is an index lookup too.
 
 Every function takes any `sqlite3.Connection`: the screen and the export open the ledger file

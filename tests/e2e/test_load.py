@@ -133,7 +133,7 @@ async def react(pilot: Pilot[Any], screen: ApprovalsScreen, key: str, tab: str) 
 async def start_agents(socket: Path) -> asyncio.subprocess.Process:
     agents = await asyncio.create_subprocess_exec(
         sys.executable,
-        str(Path(__file__).with_name("load_agents.py")),
+        str(Path(__file__).parent.parent / "load_agents.py"),
         "--socket",
         str(socket),
         "--agents",

@@ -10,19 +10,11 @@ import stat
 from decimal import Decimal
 
 import pytest
-from helpers import eventually
+from helpers import SEARCH, eventually, submit
 
 from svc_console.agent import AgentError, AsyncAgent
 from svc_console.broker.params import ApproveParams, DenyParams
 from svc_console.core.states import State
-
-SEARCH = {"endpoint_id": "ep_websearch_basic", "inputs": {"query": "solar prices"}}
-
-
-async def submit(runtime, agent_name="bot", **overrides):
-    params = {**SEARCH, "purpose": "background research", **overrides}
-    async with AsyncAgent(agent_name, runtime.paths.socket) as agent:
-        return await agent.submit(**params)
 
 
 async def pending(runtime, request_id):

@@ -24,10 +24,9 @@ import pytest
 from helpers import FakeClock, eventually
 from rich.text import Text
 from test_hostile_text import MARKER, SENDABLE, ListingSandbox, acts, unsafe
-from test_tui_usage import settled
 from textual.widgets import Select, Static
 from textual.widgets._markdown import MarkdownBlock
-from tui_support import started, until
+from tui_support import started, until, usage_settled
 
 from svc_console.broker.params import ApproveParams, SubmitParams
 from svc_console.config.paths import Paths
@@ -643,10 +642,10 @@ def hostile_charges(now: float) -> list[UsageCharge]:
     ]
 
 
-def usage_settled(app: ConsoleApp, charge_id: str) -> bool:
+def usage_shows(app: ConsoleApp, charge_id: str) -> bool:
     """The usage screen shows its table, its summary and the detail of `charge_id`."""
     scr = app.screen
-    if not isinstance(scr, UsageScreen) or not settled(app):
+    if not isinstance(scr, UsageScreen) or not usage_settled(app):
         return False
     return charge_id in str(scr.query_one("#usage-detail", Static).content)
 
@@ -668,7 +667,7 @@ async def test_every_hostile_usage_text_is_inert_on_the_usage_screen(
         await started(pilot)
         title = app.title
         await pilot.press("3")
-        await until(pilot, lambda: usage_settled(app, "ch_hostile_000"))
+        await until(pilot, lambda: usage_shows(app, "ch_hostile_000"))
         scr = app.screen
         assert isinstance(scr, UsageScreen) and scr.table.total == len(TEXTS)
         await pilot.pause()
@@ -699,7 +698,7 @@ async def test_every_hostile_usage_text_is_inert_on_the_usage_screen(
             where = NAMES[n]
             scr._set_filter(UsageFilter(provider=text))
             charge = f"ch_hostile_{n:03d}"
-            await soon(lambda: usage_settled(app, charge) and scr.table.total == 1)  # noqa: B023
+            await soon(lambda: usage_shows(app, charge) and scr.table.total == 1)  # noqa: B023
             for part, reach in (("#usage-filters", 30), ("#usage-detail", 30)):
                 line = static_text(scr.query_one(part, Static))
                 assert_inert(line.plain, line.spans, where=where)

@@ -29,7 +29,7 @@ from svc_console.ledger import Ledger, catalogue_store
 from svc_console.sandbox.catalog import catalog
 
 CLI = [sys.executable, "-m", "svc_console"]
-EXAMPLES = Path(__file__).resolve().parent.parent / "policies"
+EXAMPLES = Path(__file__).resolve().parents[2] / "policies"
 
 
 def write(folder: Path, text: str, name: str = "draft.md") -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 from crash_harness import STEPS
 
-HARNESS = Path(__file__).with_name("crash_harness.py")
+HARNESS = Path(__file__).parent.parent / "crash_harness.py"
 RUNS = int(os.environ.get("CRASH_TEST_RUNS", 8 * len(STEPS)))
 
 

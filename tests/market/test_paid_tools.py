@@ -9,8 +9,7 @@ from decimal import Decimal
 
 import pytest
 from eth_account import Account
-from helpers import eventually
-from test_broker import submit
+from helpers import eventually, submit
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams

@@ -10,8 +10,7 @@ import logging
 import re
 from decimal import Decimal
 
-from helpers import eventually
-from test_broker import submit
+from helpers import eventually, submit
 
 from svc_console import cli
 from svc_console.broker.params import ApproveParams

@@ -17,7 +17,7 @@ from svc_console.policy.loader import load_paths, load_text
 from svc_console.policy.rules import Rules
 from svc_console.policy.schema import policy_schema
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "policies"
+EXAMPLES = Path(__file__).resolve().parents[2] / "policies"
 FENCE = "```"
 
 

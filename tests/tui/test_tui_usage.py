@@ -19,7 +19,7 @@ import pytest
 from helpers import FakeClock
 from textual.pilot import Pilot
 from textual.widgets import Input, RadioSet, Select
-from tui_support import build_console, notices, screen_text, until
+from tui_support import build_console, notices, screen_text, until, usage_settled
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams
@@ -54,27 +54,11 @@ def usage(app: ConsoleApp) -> UsageScreen:
     return screen
 
 
-def settled(app: ConsoleApp) -> bool:
-    """The usage screen is shown, counted, its visible rows and its whole summary loaded."""
-    screen = app.screen
-    if not isinstance(screen, UsageScreen) or screen.table.total is None:
-        return False
-    table, s = screen.table, screen.summary
-    top = int(table.scroll_y)
-    visible = range(top, min(table.total, top + table.page))
-    return all(i in table.rows for i in visible) and None not in (
-        s.totals,
-        s.days,
-        s.providers,
-        s.agents,
-    )
-
-
 async def open_usage(pilot: Pilot[Any]) -> UsageScreen:
     app = pilot.app
     await until(pilot, lambda: getattr(app, "_started", False))
     await pilot.press("3")
-    await until(pilot, lambda: settled(app))
+    await until(pilot, lambda: usage_settled(app))
     return usage(app)
 
 
@@ -163,7 +147,7 @@ def test_snapshot_reconciliation_flags(
     async def run_before(pilot: Pilot[Any]) -> None:
         await open_usage(pilot)
         await pilot.press("x")
-        await until(pilot, lambda: settled(app) and usage(app).filter.state == "flagged")
+        await until(pilot, lambda: usage_settled(app) and usage(app).filter.state == "flagged")
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
 
@@ -201,26 +185,26 @@ async def test_moving_and_paging_show_the_ledgers_rows(
         page = table.page
         for n in range(1, 6):
             await pilot.press("pagedown")
-            await until(pilot, lambda: settled(app))
+            await until(pilot, lambda: usage_settled(app))
             assert table.cursor == 1 + n * page
             top = int(table.scroll_y)
             assert [table.rows[i].id for i in range(top, top + page)] == [
                 r.id for r in newest_first[top : top + page]
             ]
         await pilot.press("pageup")
-        await until(pilot, lambda: settled(app))
+        await until(pilot, lambda: usage_settled(app))
         assert table.cursor == 1 + 4 * page
 
         await pilot.press("end")
-        await until(pilot, lambda: settled(app))
+        await until(pilot, lambda: usage_settled(app))
         assert table.cursor == SEEDED - 1 and table.selected.id == newest_first[-1].id
         assert newest_first[-1].id in screen_text(app)
         await pilot.press("pageup")
-        await until(pilot, lambda: settled(app))
+        await until(pilot, lambda: usage_settled(app))
         assert table.selected.id == newest_first[SEEDED - 1 - page].id
 
         await pilot.press("home")
-        await until(pilot, lambda: settled(app))
+        await until(pilot, lambda: usage_settled(app))
         assert table.cursor == 0 and int(table.scroll_y) == 0
         assert table.selected.id == newest_first[0].id
         # Never more rows in memory than the cache allows, however far the operator went.
@@ -234,7 +218,7 @@ async def test_flagged_period_and_clear_keys(console: Callable[..., ConsoleApp],
         everything = read_ledger(paths, UsageFilter())
 
         await pilot.press("x")
-        await until(pilot, lambda: settled(app) and screen.filter.state == "flagged")
+        await until(pilot, lambda: usage_settled(app) and screen.filter.state == "flagged")
         flagged = [r for r in everything if r.flagged]
         assert flagged and screen.table.total == len(flagged)
         assert screen.summary.totals.count == len(flagged)
@@ -242,25 +226,25 @@ async def test_flagged_period_and_clear_keys(console: Callable[..., ConsoleApp],
         text = screen_text(app)
         assert "state flagged" in text and ("NO APPROVAL" in text or "ABOVE APPROVAL" in text)
         await pilot.press("x")
-        await until(pilot, lambda: settled(app) and screen.filter.state is None)
+        await until(pilot, lambda: usage_settled(app) and screen.filter.state is None)
         assert screen.table.total == SEEDED
 
         # p: the last 7 days (today included), then 30, 90, then all dates again.
         today = int(NOON // DAY_S)
         for days in (7, 30, 90):
             await pilot.press("p")
-            await until(pilot, lambda: settled(app) and screen.filter.since is not None)
+            await until(pilot, lambda: usage_settled(app) and screen.filter.since is not None)
             since = (today - days + 1) * DAY_S
             assert screen.filter.since == since
             assert screen.table.total == sum(1 for r in everything if r.at >= since)
         await pilot.press("p")
-        await until(pilot, lambda: settled(app) and screen.filter.since is None)
+        await until(pilot, lambda: usage_settled(app) and screen.filter.since is None)
         assert screen.table.total == SEEDED
 
         await pilot.press("x", "p")
-        await until(pilot, lambda: settled(app) and screen.filter.since is not None)
+        await until(pilot, lambda: usage_settled(app) and screen.filter.since is not None)
         await pilot.press("c")
-        await until(pilot, lambda: settled(app) and screen.filter.is_default)
+        await until(pilot, lambda: usage_settled(app) and screen.filter.is_default)
         assert screen.table.total == SEEDED
         assert "all dates" in screen_text(app)
 
@@ -288,7 +272,7 @@ async def test_filter_dialog(console: Callable[..., ConsoleApp], paths: Paths):
         dialog.query_one("#agent", Select).value = agent
         dialog.query_one("#state", Select).value = "ok"
         await pilot.click("#confirm")
-        await until(pilot, lambda: settled(app) and screen.filter.agent == agent)
+        await until(pilot, lambda: usage_settled(app) and screen.filter.agent == agent)
 
         since, until_ = 1_777_593_600.0, 1_779_321_600.0  # 2026-05-01 and 2026-05-21, UTC
         assert screen.filter == UsageFilter(since=since, until=until_, agent=agent, state="ok")
@@ -308,7 +292,7 @@ async def test_filter_dialog(console: Callable[..., ConsoleApp], paths: Paths):
         await pilot.press("f")
         await until(pilot, lambda: isinstance(app.screen, UsageFilterDialog))
         await pilot.click("#clear")
-        await until(pilot, lambda: settled(app) and screen.filter.is_default)
+        await until(pilot, lambda: usage_settled(app) and screen.filter.is_default)
 
 
 async def test_export_usage_and_compare_the_file_with_the_ledger(
@@ -320,7 +304,7 @@ async def test_export_usage_and_compare_the_file_with_the_ledger(
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         screen = await open_usage(pilot)
         await pilot.press("p")  # the last 7 days
-        await until(pilot, lambda: settled(app) and screen.filter.since is not None)
+        await until(pilot, lambda: usage_settled(app) and screen.filter.since is not None)
         f = screen.filter
         expected = read_ledger(paths, f)
         assert 0 < len(expected) < SEEDED
@@ -395,7 +379,7 @@ async def test_sync_fetches_the_services_charges_and_reconciles_them(
         await pilot.press("s")
         await until(pilot, lambda: "Usage synced" in notices(app))
         assert "1 new" in notices(app)
-        await until(pilot, lambda: settled(app) and screen.table.total == 1)
+        await until(pilot, lambda: usage_settled(app) and screen.table.total == 1)
         row = screen.table.rows[0]
         assert row.request_id == ticket["request_id"] and row.state == "ok"
         assert row.agent == "research-bot" and row.decision == "approved"
@@ -410,7 +394,7 @@ async def test_sync_fetches_the_services_charges_and_reconciles_them(
         # A charge written behind the screen's back appears on `r`.
         sync_usage(app.runtime.ledger, [charge("ch_other", "0.5")])
         await pilot.press("r")
-        await until(pilot, lambda: settled(app) and screen.table.total == 2)
+        await until(pilot, lambda: usage_settled(app) and screen.table.total == 2)
         assert screen.summary.totals.flagged_count == 1
 
 
@@ -451,8 +435,8 @@ async def test_the_screen_is_registered_with_its_key_and_commands(
         assert keys["usage.export"] == "e" and keys["usage.filters"] == "f"
         titles = [title for title, _, _ in ConsoleCommands(screen).entries()]
         assert {"Filters", "Flagged", "Export", "Sync", "Period", "Clear"} <= set(titles)
-        # Back to the approvals screen and here again: the same screen, still settled.
+        # Back to the approvals screen and here again: the same screen, still usage_settled.
         await pilot.press("1")
         await until(pilot, lambda: not isinstance(app.screen, UsageScreen))
         await pilot.press("3")
-        await until(pilot, lambda: app.screen is screen and settled(app))
+        await until(pilot, lambda: app.screen is screen and usage_settled(app))

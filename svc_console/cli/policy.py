@@ -317,25 +317,22 @@ def _ledger_totals(now: float) -> Any:
 
 def run_simulate(args: argparse.Namespace) -> int:
     from svc_console.config.paths import resolve_paths
-    from svc_console.ledger.replay import past_requests
-    from svc_console.policy.simulate import parse_since, simulate, warmup_start
+    from svc_console.ledger.readers import ReadError
+    from svc_console.policy.simulate import parse_since
+    from svc_console.services.policy_simulation import simulate_period
 
     try:
-        period = parse_since(args.since)
+        parse_since(args.since)
     except ValueError as exc:
         raise _error(str(exc), 2) from None
     draft = _load([args.file])
-    ledger, path = _ledger(resolve_paths())
-    if ledger is None:
+    path, _ = _console_ledger(resolve_paths())
+    if not path.exists():
         raise _error(f"no ledger at {path}: there are no past requests to replay")
-    now = time.time()
-    since = now - period
     try:
-        report = simulate(
-            draft, past_requests(ledger.db, warmup_start(since), now), since=since, until=now
-        )
-    finally:
-        ledger.close()
+        report = simulate_period(draft, path, time.time(), args.since)
+    except ReadError as exc:
+        raise _error(f"cannot read the ledger {path}: {exc}") from None
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
         return 0

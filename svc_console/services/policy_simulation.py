@@ -13,9 +13,7 @@ from svc_console.policy.simulate import Simulation, parse_since, simulate, warmu
 SIMULATED_PERIOD = "30d"
 
 
-def simulate_period(
-    draft: LoadedPolicy, ledger_path: Path, now: float, period: str
-) -> Simulation:
+def simulate_period(draft: LoadedPolicy, ledger_path: Path, now: float, period: str) -> Simulation:
     """`draft` replayed over the `period` ("30d", "12h") before `now`, read on a query-only
     connection of the calling thread's own (the broker keeps writing through its own). A ledger
     that cannot be read raises `ledger.readers.ReadError`; a bad period, ValueError."""

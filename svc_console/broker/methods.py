@@ -137,5 +137,6 @@ OPERATOR_METHODS = tuple(name for name, entry in TABLE.items() if entry.operator
 
 
 def public(request: Any) -> dict[str, Any]:
-    # skill.md is for the operator's screen; agents fetch it themselves if they want it.
-    return request.model_dump(mode="json", exclude={"skill"})
+    # skill.md is for the operator's screen; agents fetch it themselves if they want it. Which
+    # process submitted is the console's evidence, not the agent's business.
+    return request.model_dump(mode="json", exclude={"skill", "submitter"})

@@ -194,12 +194,38 @@ class Verdict(Model):
     policy_sha256: str | None = None
 
 
+class Evidence(Model):
+    """Who made a decision, as the console itself observed it (never as the caller said): the
+    channel, and the deciding process's uid, pid and name as the kernel reported them; for a
+    policy rule, the rule and the policy version in force."""
+
+    channel: Literal["tui", "cli", "policy"]
+    uid: int | None = None
+    pid: int | None = None
+    process: str | None = None
+    rule: str | None = None
+    policy_version: int | None = None
+
+
+class Submitter(Model):
+    """The process that submitted a request, as the agents' socket saw it: its peer credentials,
+    and the agent process the request is traced back to (the submitting process itself, or the
+    parent of the console's own client that it ran). `start` is the process's start time in clock
+    ticks since boot, so a pid reused later is not mistaken for it."""
+
+    uid: int
+    pid: int
+    start: int | None = None
+    process: str | None = None
+
+
 class Decision(Model):
     approved: bool
     by: str
     at: float
     ceiling_usdc: Usdc | None = None
     note: str | None = None
+    evidence: Evidence | None = None
 
 
 class SpendRequest(Model):
@@ -207,6 +233,9 @@ class SpendRequest(Model):
 
     id: str
     agent: str
+    # True when the connection proved the name (its token, or a peer uid registered for it); an
+    # unverified name is only what an agent said, in open enrolment.
+    agent_verified: bool = False
     kind: Kind
     endpoint_id: str | None = None
     dataset_id: str | None = None
@@ -227,3 +256,4 @@ class SpendRequest(Model):
     outcome: Outcome | None = None
     skill: str | None = Field(None, description="the endpoint's skill.md, untrusted text")
     funding_url: str | None = None
+    submitter: Submitter | None = None  # the console's own record; `spend.get` leaves it out

@@ -266,7 +266,21 @@ def _v5(db: sqlite_utils.Database) -> None:
         )
 
 
-MIGRATIONS = [_v1, _v2, _v3, _v4, _v5]
+def _v6(db: sqlite_utils.Database) -> None:
+    """Agents as identities and decisions as evidence: whether a request's agent proved its name,
+    which process submitted it (JSON, `Submitter`), and who made each decision (JSON,
+    `Evidence`). Safe to meet twice: a column is added only when missing."""
+    for table, column, kind in (
+        ("requests", "agent_verified", "INTEGER NOT NULL DEFAULT 0"),
+        ("requests", "submitter", "TEXT"),
+        ("decisions", "evidence", "TEXT"),
+    ):
+        columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})").fetchall()}
+        if column not in columns:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+
+MIGRATIONS = [_v1, _v2, _v3, _v4, _v5, _v6]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

@@ -30,7 +30,7 @@ from svc_console.ledger.request_windows import RequestQuery
 from svc_console.ledger.schema import migrate
 
 GENESIS = "0" * 64
-_JSON_COLUMNS = ("inputs", "endpoint", "estimate", "risk", "verdict")
+_JSON_COLUMNS = ("inputs", "endpoint", "estimate", "risk", "verdict", "submitter")
 # States in which an approval's budget reservation is given back: nothing was or will be paid on it.
 _RELEASES = frozenset({State.failed, State.denied, State.expired, State.cancelled, State.repriced})
 
@@ -137,6 +137,7 @@ class Ledger:
     def insert_request(self, request: SpendRequest) -> None:
         row = request.model_dump(mode="json", exclude={"decision", "outcome", "max_usdc"})
         row["max_usdc"] = to_atomic(request.max_usdc) if request.max_usdc is not None else None
+        row["agent_verified"] = int(request.agent_verified)
         row["provider"] = request.endpoint.provider if request.endpoint else None
         row["estimate_usdc"] = _estimate_units(request.estimate)
         for column in _JSON_COLUMNS:
@@ -144,7 +145,10 @@ class Ledger:
                 row[column] = _dumps(row[column])
         with self.db.atomic():
             rows.insert(self.db, "requests", row)
-            self._event(request.id, "received", {"agent": request.agent}, request.created_at)
+            received = {"agent": request.agent, "agent_verified": request.agent_verified}
+            if request.submitter is not None:
+                received["submitter"] = request.submitter.model_dump(mode="json")
+            self._event(request.id, "received", received, request.created_at)
 
     def get(self, request_id: str) -> SpendRequest | None:
         row = self.db.execute("SELECT * FROM requests WHERE id = ?", [request_id]).fetchone()
@@ -221,10 +225,14 @@ class Ledger:
                     if decision.ceiling_usdc is not None
                     else None,
                     "note": decision.note,
+                    "evidence": _dumps(decision.evidence.model_dump(mode="json"))
+                    if decision.evidence is not None
+                    else None,
                 },
             )
             reason = None if decision.approved else decision.note
             self._write_state(request_id, target, decision.at, {"reason": reason, **fields})
+            self._event(request_id, "decision", _decision_event(decision), decision.at)
             if decision.approved and decision.ceiling_usdc is not None:
                 amount = to_atomic(decision.ceiling_usdc)
                 self._budget_changes.append(
@@ -236,7 +244,7 @@ class Ledger:
 
     def latest_decision(self, request_id: str) -> tuple[int, Decision] | None:
         row = self.db.execute(
-            "SELECT id, approved, by, at, ceiling_usdc, note FROM decisions"
+            "SELECT id, approved, by, at, ceiling_usdc, note, evidence FROM decisions"
             " WHERE request_id = ? ORDER BY id DESC LIMIT 1",
             [request_id],
         ).fetchone()
@@ -248,6 +256,7 @@ class Ledger:
             at=row[3],
             ceiling_usdc=from_atomic(row[4]) if row[4] is not None else None,
             note=row[5],
+            evidence=json.loads(row[6]) if row[6] is not None else None,
         )
         return row[0], decision
 
@@ -418,6 +427,16 @@ class Ledger:
         ).fetchone()
         row["outcome"] = json.loads(outcome[0]) if outcome else None
         return SpendRequest.model_validate(row)
+
+
+def _decision_event(decision: Decision) -> dict[str, Any]:
+    """What the audit chain keeps of a decision: who made it, as observed, and up to what."""
+    return {
+        "approved": decision.approved,
+        "by": decision.by,
+        "ceiling_usdc": str(decision.ceiling_usdc) if decision.ceiling_usdc is not None else None,
+        "evidence": decision.evidence.model_dump(mode="json") if decision.evidence else None,
+    }
 
 
 def _estimate_units(estimate: Estimate | dict | None) -> int | None:

@@ -370,11 +370,18 @@ def _requests_schema(db: sqlite3.Connection) -> tuple[list[tuple], list[str]]:
 
 def _downgrade(path: Path) -> None:
     """Leave the file as the previous version would have: the same rows, written by the same
-    ledger code but for the column, without the column and indexes `_v5` adds."""
+    ledger code but for the column, without the column and indexes `_v5` adds (and the columns of
+    the steps after it)."""
     with contextlib.closing(sqlite3.connect(path)) as raw:
         for index in V5_INDEXES.values():
             raw.execute(f"DROP INDEX {index}")
-        raw.execute("ALTER TABLE requests DROP COLUMN estimate_usdc")
+        for table, column in (
+            ("requests", "estimate_usdc"),
+            ("requests", "agent_verified"),
+            ("requests", "submitter"),
+            ("decisions", "evidence"),
+        ):
+            raw.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         raw.execute(f"PRAGMA user_version = {FROM_VERSION}")
         raw.commit()
         with contextlib.closing(sqlite3.connect(":memory:")) as previous:

@@ -13,7 +13,9 @@ socket) and nothing else: an agent never holds the wallet credential, it only as
         if request["state"] == "succeeded":
             print(request["outcome"]["body"])
 
-`AsyncAgent` is the same for asyncio programs.
+`AsyncAgent` is the same for asyncio programs. A registered agent proves its name with the token
+`svc-console agents add` printed: pass `token=`, or set SVC_AGENT_TOKEN (then the name may be
+left out: the token says who the agent is).
 """
 
 from __future__ import annotations
@@ -52,7 +54,20 @@ def default_socket_path() -> Path:
     return resolve_paths().socket
 
 
-def _submit_params(agent: str, kind: str, **fields: Any) -> dict[str, Any]:
+def _hello_params(name: str | None, token: str | None, client: str | None) -> dict[str, Any]:
+    if token is None:
+        token = os.environ.get("SVC_AGENT_TOKEN")
+    params = {"agent": name, "token": token, "client": client}
+    return {key: value for key, value in params.items() if value}
+
+
+def _bound_name(name: str | None, hello: dict[str, Any]) -> str | None:
+    """The name the socket bound the connection to, when the agent left it to the token."""
+    agent = hello.get("agent") if isinstance(hello, dict) else None
+    return agent.get("name", name) if isinstance(agent, dict) else name
+
+
+def _submit_params(agent: str | None, kind: str, **fields: Any) -> dict[str, Any]:
     params = {"agent": agent, "kind": kind, **fields}
     if params.get("max_usdc") is not None:
         params["max_usdc"] = str(params["max_usdc"])
@@ -87,15 +102,16 @@ class Agent:
 
     def __init__(
         self,
-        name: str,
+        name: str | None,
         socket_path: str | os.PathLike[str] | None = None,
         *,
         token: str | None = None,
         timeout_s: float = 30.0,
+        client: str | None = None,
     ):
         self.name = name
         self.path = Path(socket_path) if socket_path else default_socket_path()
-        self._token, self._timeout = token, timeout_s
+        self._token, self._timeout, self._client = token, timeout_s, client
         self._sock: socket.socket | None = None
         self._buffer = b""
         self._ids = itertools.count(1)
@@ -116,8 +132,9 @@ class Agent:
         except OSError as exc:
             self.close()
             raise NotConnected(f"cannot reach svc-console at {self.path}: {exc.strerror}") from None
-        params = {"agent": self.name, "token": self._token}
-        self.hello_info = self.call("console.hello", {k: v for k, v in params.items() if v})
+        hello = _hello_params(self.name, self._token, self._client)
+        self.hello_info = self.call("console.hello", hello)
+        self.name = _bound_name(self.name, self.hello_info)
         return self.hello_info
 
     def close(self) -> None:
@@ -200,14 +217,15 @@ class AsyncAgent:
 
     def __init__(
         self,
-        name: str,
+        name: str | None,
         socket_path: str | os.PathLike[str] | None = None,
         *,
         token: str | None = None,
+        client: str | None = None,
     ):
         self.name = name
         self.path = Path(socket_path) if socket_path else default_socket_path()
-        self._token = token
+        self._token, self._client = token, client
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._replies: dict[int, asyncio.Future[dict[str, Any]]] = {}
@@ -229,8 +247,9 @@ class AsyncAgent:
         except OSError as exc:
             raise NotConnected(f"cannot reach svc-console at {self.path}: {exc.strerror}") from None
         self._reader_task = asyncio.create_task(self._read(reader))
-        params = {"agent": self.name, "token": self._token}
-        self.hello_info = await self.call("console.hello", {k: v for k, v in params.items() if v})
+        hello = _hello_params(self.name, self._token, self._client)
+        self.hello_info = await self.call("console.hello", hello)
+        self.name = _bound_name(self.name, self.hello_info)
         return self.hello_info
 
     async def close(self) -> None:

@@ -16,7 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from svc_console.broker import Broker, BrokerConfig
-from svc_console.broker.socket_server import ApprovalSocket, load_operator_token
+from svc_console.broker.agent_access import AgentAccess
+from svc_console.broker.methods import Role
+from svc_console.broker.socket_server import ApprovalSocket
+from svc_console.config.agent_registry import AgentRegistry
+from svc_console.config.agents import AgentSettings, agent_settings
 from svc_console.config.credentials import Credentials
 from svc_console.config.paths import Paths
 from svc_console.config.service import ServiceConfig
@@ -62,7 +66,13 @@ class Runtime:
     ledger: Ledger | None = None
     market: Marketplace | None = None
     broker: Broker | None = None
-    socket: ApprovalSocket | None = None
+    socket: ApprovalSocket | None = None  # the agents'
+    operator_socket: ApprovalSocket | None = None
+    # Who may speak the agents' socket (settings.toml [agents] when None) and, once started, the
+    # rules in force; `agent_warning` says when agents of the operator's own user are accepted.
+    agent_settings: AgentSettings | None = None
+    access: AgentAccess | None = None
+    passphrase: Any = None  # the operator passphrase decisions over the operator socket need
     # The SKILLS.md files in force (settings.policy_files); None: $SVC_CONSOLE_HOME/SKILLS.md,
     # optional. `policy` is the LivePolicy the broker asks (its `status` feeds the banner).
     policy_files: list[Path] | None = None
@@ -86,14 +96,43 @@ class Runtime:
             self.unsettled = await self.broker.start()
             for request in self.unsettled:
                 log.warning("request %s was in flight at the last stop: now unknown", request.id)
-            token = load_operator_token(self.paths.operator_token)
-            self.socket = ApprovalSocket(self.broker, self.paths.socket, token)
-            await self.socket.start()
+            await self._open_sockets()
         except BaseException:
             await self.stop()
             raise
         log.info("broker started; socket %s; service %s", self.paths.socket, self.market.base_url)
         return self.broker
+
+    async def _open_sockets(self) -> None:
+        assert self.broker is not None and self.market is not None
+        settings = self.agent_settings or agent_settings(self.paths.settings)
+        registry = AgentRegistry(self.paths.agent_registry)
+        self.access = AgentAccess(settings, registry, sandbox=self.market.sandbox)
+        # What revoked agents left undecided while the console was stopped.
+        revoked = [agent.name for agent in registry.agents() if not agent.active]
+        await self.broker.cancel_agents(revoked)
+        self.operator_socket = ApprovalSocket(
+            self.broker,
+            self.paths.operator_socket,
+            role=Role.operator,
+            access=self.access,
+            passphrase=self.passphrase,
+            home=self.paths.home,
+        )
+        await self.operator_socket.start()
+        self.socket = ApprovalSocket(
+            self.broker,
+            self.paths.socket,
+            role=Role.agents,
+            access=self.access,
+            home=self.paths.home,
+        )
+        await self.socket.start()
+
+    @property
+    def agent_warning(self) -> str | None:
+        """Said wherever agents running as the operator's own user are accepted."""
+        return self.access.same_user_warning() if self.access is not None else None
 
     def _start_policy(self, clock: Any) -> Any:
         from svc_console.broker import policy_link
@@ -194,9 +233,10 @@ class Runtime:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._policy_watch
             self._policy_watch = None
-        if self.socket is not None:
-            await self.socket.stop()
-            self.socket = None
+        for socket in (self.socket, self.operator_socket):
+            if socket is not None:
+                await socket.stop()
+        self.socket = self.operator_socket = None
         if self.broker is not None:
             await self.broker.stop()
             self.broker = None

@@ -77,3 +77,10 @@ async def submit(runtime, agent_name="bot", **overrides):
     params = {**SEARCH, "purpose": "background research", **overrides}
     async with AsyncAgent(agent_name, runtime.paths.socket) as agent:
         return await agent.submit(**params)
+
+
+def operator(runtime):
+    """A connection to the runtime's operator socket, as the CLI makes one."""
+    from svc_console.agent import AsyncAgent
+
+    return AsyncAgent(None, runtime.paths.operator_socket, token="", client="svc-console")

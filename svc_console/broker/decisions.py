@@ -15,8 +15,9 @@ from decimal import Decimal
 from typing import Any
 
 from svc_console.broker import errors
+from svc_console.broker.deciders import Decider, refuse_own_request
 from svc_console.broker.params import ApproveParams, DenyParams
-from svc_console.core.models import Decision, Estimate, SpendRequest, Verdict
+from svc_console.core.models import Decision, Estimate, Evidence, SpendRequest, Verdict
 from svc_console.core.money import format_usdc
 from svc_console.core.states import State
 from svc_console.ledger import Ledger
@@ -72,11 +73,15 @@ class Decisions:
     ) -> State:
         """Commit the approval an auto-approve rule gave, naming the rule and its budget, with
         what intake `learned` (its estimate among them)."""
+        rule_name = verdict.rules[0] if verdict.rules else "auto-approve"
         decision = Decision(
             approved=True,
-            by=f"policy: {verdict.rules[0] if verdict.rules else 'auto-approve'}",
+            by=f"policy: {rule_name}",
             at=now,
             ceiling_usdc=approval_ceiling(request, learned["estimate"]),
+            evidence=Evidence(
+                channel="policy", rule=rule_name, policy_version=verdict.policy_sha256
+            ),
         )
         rule = next(c.rule for c in verdict.citations if c.effect == "auto_approve")
         self.ledger.decide(request.id, decision, State.auto_approved, budget_rule=rule, **learned)
@@ -94,9 +99,22 @@ class Decisions:
         ceiling = approval_ceiling(request, request.estimate)
         return ceiling if ceiling > threshold else None
 
-    def approve(self, request: SpendRequest, params: ApproveParams, by: str) -> Decision:
+    def refuse(self, request_id: str, reason: str, decider: Decider) -> None:
+        """Keep a refused decision in the audit chain, with who tried it."""
+        self.ledger.record_refusal(request_id, reason, decider.evidence(), at=self.clock())
+        log.warning("a decision on %s was refused: %s", request_id, reason)
+
+    def _check_decider(self, request: SpendRequest, decider: Decider) -> None:
+        try:
+            refuse_own_request(request, decider)
+        except errors.NotAuthorised as refused:
+            self.refuse(request.id, "the submitting agent's own process tree", decider)
+            raise refused
+
+    def approve(self, request: SpendRequest, params: ApproveParams, decider: Decider) -> Decision:
         """Commit the operator's approval of a pending request, or raise why it cannot be."""
         assert request.estimate is not None  # every pending request was priced by its dry run
+        self._check_decider(request, decider)
         needed = self.confirmation_needed(request)
         if needed is not None and params.confirm_amount != needed:
             raise errors.ConfirmationRequired(
@@ -110,18 +128,28 @@ class Decisions:
             raise errors.BlockedByPolicy(f"the policy forbids approving {request.id}: {blocked}")
         decision = Decision(
             approved=True,
-            by=by,
+            by=decider.channel,
             at=self.clock(),
             ceiling_usdc=approval_ceiling(request, request.estimate),
             note=params.note,
+            evidence=decider.evidence(),
         )
         self.ledger.decide(request.id, decision, State.approved)
-        log.info("%s approved by %s up to %s USDC", request.id, by, decision.ceiling_usdc)
+        log.info(
+            "%s approved by %s up to %s USDC", request.id, decider.channel, decision.ceiling_usdc
+        )
         return decision
 
-    def deny(self, request: SpendRequest, params: DenyParams, by: str) -> Decision:
+    def deny(self, request: SpendRequest, params: DenyParams, decider: Decider) -> Decision:
         """Commit the operator's deny of a pending request."""
-        decision = Decision(approved=False, by=by, at=self.clock(), note=params.reason)
+        self._check_decider(request, decider)
+        decision = Decision(
+            approved=False,
+            by=decider.channel,
+            at=self.clock(),
+            note=params.reason,
+            evidence=decider.evidence(),
+        )
         self.ledger.decide(request.id, decision, State.denied)
-        log.info("%s denied by %s", request.id, by)
+        log.info("%s denied by %s", request.id, decider.channel)
         return decision

@@ -54,3 +54,10 @@ class Busy(BrokerError):
     """A limit of the socket was reached (connections, concurrent waits)."""
 
     code, reason = -32006, "busy"
+
+
+class PassphraseRequired(NotAuthorised):
+    """A decision over the operator socket without the operator passphrase, or with a wrong one.
+    A kind of `not_authorised`, with its own reason so the CLI knows to ask for it."""
+
+    code, reason = -32008, "passphrase_required"

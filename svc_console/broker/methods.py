@@ -1,19 +1,27 @@
-"""The socket's methods: a table from each method's name to its handler, and who may call it.
+"""The sockets' methods: a table from each method's name to its handler and the socket it is
+served on, and who a caller is.
 
-Agent methods (`console.hello`, `spend.*`) are open to every connection; operator methods
-(`approvals.*`) only to a connection that presented the operator token in `console.hello`. The
-handlers validate their params (pydantic) and speak to the Broker; the transport, the framing and
-the token itself stay in `socket_server` and `jsonrpc`.
+The agents' socket serves `console.hello` and `spend.*`; the operator socket serves
+`console.hello`, `approvals.*` and `agents.sync`. A method asked of the wrong socket is refused,
+never served: an agent cannot reach an operator method whatever it says. On the agents' socket
+every call speaks for the identity the connection is bound to (`agent_access`), and requests,
+idempotency keys, waits and cancels are that identity's alone: another agent's request is
+`unknown_request`. The handlers validate their params (pydantic) and speak to the Broker; the
+transport and the framing stay in `socket_server` and `jsonrpc`.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Protocol
 
 from svc_console import __version__
 from svc_console.broker import errors, jsonrpc
+from svc_console.broker.agent_access import AgentAccess, Identity
+from svc_console.broker.deciders import Decider, Peer, submitter_of
 from svc_console.broker.limits import Limits
 from svc_console.broker.params import (
     ApproveParams,
@@ -26,24 +34,40 @@ from svc_console.broker.params import (
 )
 from svc_console.broker.secret_refusal import refuse_secrets
 from svc_console.broker.service import Broker
+from svc_console.core.models import SpendRequest
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+# What the console's own clients (the CLI, the MCP bridge) say in hello: they act for the agent
+# that ran them, so that agent, not the client, is the request's submitter.
+CONSOLE_CLIENT = "svc-console"
+
+
+class Role(StrEnum):
+    agents = "agents"
+    operator = "operator"
 
 
 class Caller(Protocol):
     """The connection a call came in on, as the methods see it."""
 
-    operator: bool  # presented the operator token
+    peer: Peer | None  # as the kernel reported it
+    identity: Identity | None  # on the agents' socket, once bound
+    client: str | None  # what the client said it is, in hello (a hint, never a credential)
     waits: int  # spend.wait calls under way
 
-    def present_token(self, token: str) -> None:
-        """Make the connection an operator's, or raise NotAuthorised."""
+
+class Passphrase(Protocol):
+    def is_set(self) -> bool: ...
+    def verify(self, candidate: str) -> bool: ...
 
 
 @dataclass
 class Methods:
     broker: Broker
     limits: Limits
+    role: Role
+    access: AgentAccess | None = None  # the agents' socket's
+    passphrase: Passphrase | None = None  # the operator socket's, when one may be set
 
     async def call(self, caller: Caller, method: str, params: dict[str, Any]) -> Any:
         entry = TABLE.get(method)
@@ -51,23 +75,25 @@ class Methods:
             raise jsonrpc.rpc_error(
                 jsonrpc.METHOD_NOT_FOUND, "unknown_method", f"no method {method[:60]!r}"
             )
-        if entry.operator and not caller.operator:
-            raise errors.NotAuthorised(
-                f"{method} is for operators: say console.hello with the operator token"
-            )
+        if self.role not in entry.roles:
+            where = "the operator socket" if Role.operator in entry.roles else "the agents' socket"
+            raise errors.NotAuthorised(f"{method} is served only on {where}")
         return await entry.handler(self, caller, params)
 
     async def hello(self, caller: Caller, params: dict[str, Any]) -> Any:
         hello = HelloParams.model_validate(params)
-        if hello.token is not None:
-            caller.present_token(hello.token)
+        caller.client = hello.client
+        if self.role == Role.agents:
+            # A hello that names no one leaves the connection as it was bound.
+            bound = self._access().bind(caller.peer, hello.agent, hello.token)
+            caller.identity = bound or caller.identity
         market = self.broker.market
-        return {
+        answer = {
             "server": "svc-console",
             "version": __version__,
             "protocol": PROTOCOL_VERSION,
-            "methods": list(AGENT_METHODS + (OPERATOR_METHODS if caller.operator else ())),
-            "operator": caller.operator,
+            "socket": str(self.role),
+            "methods": [name for name, entry in TABLE.items() if self.role in entry.roles],
             "limits": self.limits.describe(),
             "service": {
                 "base_url": market.base_url,
@@ -75,19 +101,37 @@ class Methods:
                 "sandbox": market.sandbox,
             },
         }
+        if self.role == Role.agents:
+            identity = caller.identity
+            answer["agent"] = (
+                {"name": identity.name, "verified": identity.verified} if identity else None
+            )
+            answer["enrolment"] = self._access().enrolment
+        else:
+            answer["passphrase_required"] = self._passphrase_set()
+        return answer
+
+    # -- agents -------------------------------------------------------------------------------
 
     async def submit(self, caller: Caller, params: dict[str, Any]) -> Any:
         submission = SubmitParams.model_validate(params)
+        identity = self._identity(caller, submission.agent)
         # Before the broker records anything.
         refuse_secrets(submission, [self.broker.market.payer_key or ""])
-        request = await self.broker.submit(submission)
+        request = await self.broker.submit(
+            submission.model_copy(update={"agent": identity.name}),
+            verified=identity.verified,
+            submitter=submitter_of(caller.peer, via_console_client=caller.client == CONSOLE_CLIENT),
+        )
         return {"request_id": request.id, "state": request.state}
 
     async def get(self, caller: Caller, params: dict[str, Any]) -> Any:
-        return public(self.broker.get(RequestParams.model_validate(params).request_id))
+        request_id = RequestParams.model_validate(params).request_id
+        return public(self._own(caller, request_id))
 
     async def wait(self, caller: Caller, params: dict[str, Any]) -> Any:
         wait = WaitParams.model_validate(params)
+        self._own(caller, wait.request_id)
         most = self.limits.max_waits_per_connection
         if caller.waits >= most:
             raise errors.Busy(f"at most {most} waits per connection")
@@ -98,8 +142,53 @@ class Methods:
             caller.waits -= 1
 
     async def cancel(self, caller: Caller, params: dict[str, Any]) -> Any:
-        request = await self.broker.cancel(RequestParams.model_validate(params).request_id)
+        request_id = RequestParams.model_validate(params).request_id
+        self._own(caller, request_id)
+        request = await self.broker.cancel(request_id)
         return {"request_id": request.id, "state": request.state}
+
+    def _access(self) -> AgentAccess:
+        assert self.access is not None, "the agents' socket is built with its access rules"
+        return self.access
+
+    def _identity(self, caller: Caller, named: str | None) -> Identity:
+        """Who the caller speaks for: its bound identity (a different name is refused), else the
+        name it gives now, bound as `console.hello` would have."""
+        identity = caller.identity
+        if identity is None:
+            identity = caller.identity = self._access().bind(caller.peer, named, None)
+            if identity is None:
+                raise errors.NotAuthorised("name the agent: console.hello {agent, token}")
+        elif named is not None and named != identity.name:
+            raise errors.NotAuthorised(
+                f"this connection speaks for agent {identity.name}, not {named[:64]}"
+            )
+        if not self._access().still_valid(identity):
+            caller.identity = None
+            raise errors.NotAuthorised(
+                f"agent {identity.name}'s registration changed: say console.hello again"
+            )
+        return identity
+
+    def _own(self, caller: Caller, request_id: str) -> SpendRequest:
+        """The caller's own request; any other, like one that does not exist, is unknown (a
+        connection that named no agent yet has none)."""
+        if caller.identity is None:
+            raise errors.UnknownRequest(f"no request {request_id[:100]}")
+        identity = self._identity(caller, None)
+        try:
+            request = self.broker.get(request_id)
+        except errors.UnknownRequest:
+            request = None
+        if (
+            request is None
+            or request.agent != identity.name
+            or request.agent_verified != identity.verified
+        ):
+            raise errors.UnknownRequest(f"no request {request_id[:100]}")
+        return request
+
+    # -- operators ----------------------------------------------------------------------------
 
     async def list_approvals(self, caller: Caller, params: dict[str, Any]) -> Any:
         listing = ListParams.model_validate(params)
@@ -107,10 +196,37 @@ class Methods:
         return [public(r) for r in chosen(listing.limit)]
 
     async def approve(self, caller: Caller, params: dict[str, Any]) -> Any:
-        return public(await self.broker.approve(ApproveParams.model_validate(params), by="cli"))
+        approval = ApproveParams.model_validate(params)
+        decider = Decider.on_operator_socket(caller.peer)
+        await self._unlock(approval.request_id, approval.passphrase, decider)
+        return public(await self.broker.approve(approval, decider))
 
     async def deny(self, caller: Caller, params: dict[str, Any]) -> Any:
-        return public(await self.broker.deny(DenyParams.model_validate(params), by="cli"))
+        denial = DenyParams.model_validate(params)
+        decider = Decider.on_operator_socket(caller.peer)
+        await self._unlock(denial.request_id, denial.passphrase, decider)
+        return public(await self.broker.deny(denial, decider))
+
+    async def sync_agents(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """After `svc-console agents revoke`: cancel what revoked agents left undecided."""
+        revoked = [a.name for a in self._access().registry.agents() if not a.active]
+        return {"cancelled": await self.broker.cancel_agents(revoked)}
+
+    def _passphrase_set(self) -> bool:
+        return self.passphrase is not None and self.passphrase.is_set()
+
+    async def _unlock(self, request_id: str, typed: str | None, decider: Decider) -> None:
+        """Once the operator has set a passphrase, a decision over this socket needs it: a
+        same-user agent can read every file the operator can, but not what the operator knows.
+        A refusal is kept in the audit chain."""
+        if not self._passphrase_set():
+            return
+        assert self.passphrase is not None
+        if typed is not None and await asyncio.to_thread(self.passphrase.verify, typed):
+            return
+        reason = "wrong operator passphrase" if typed else "no operator passphrase given"
+        self.broker.refuse(request_id, reason, decider)
+        raise errors.PassphraseRequired(f"{reason}: a decision needs the operator passphrase")
 
 
 Handler = Callable[[Methods, Caller, dict[str, Any]], Awaitable[Any]]
@@ -119,21 +235,21 @@ Handler = Callable[[Methods, Caller, dict[str, Any]], Awaitable[Any]]
 @dataclass(frozen=True)
 class Entry:
     handler: Handler
-    operator: bool = False  # only on a connection that presented the operator token
+    roles: tuple[Role, ...]
 
 
+AGENTS, OPERATOR, BOTH = (Role.agents,), (Role.operator,), (Role.agents, Role.operator)
 TABLE: dict[str, Entry] = {
-    "console.hello": Entry(Methods.hello),
-    "spend.submit": Entry(Methods.submit),
-    "spend.wait": Entry(Methods.wait),
-    "spend.get": Entry(Methods.get),
-    "spend.cancel": Entry(Methods.cancel),
-    "approvals.list": Entry(Methods.list_approvals, operator=True),
-    "approvals.approve": Entry(Methods.approve, operator=True),
-    "approvals.deny": Entry(Methods.deny, operator=True),
+    "console.hello": Entry(Methods.hello, BOTH),
+    "spend.submit": Entry(Methods.submit, AGENTS),
+    "spend.wait": Entry(Methods.wait, AGENTS),
+    "spend.get": Entry(Methods.get, AGENTS),
+    "spend.cancel": Entry(Methods.cancel, AGENTS),
+    "approvals.list": Entry(Methods.list_approvals, OPERATOR),
+    "approvals.approve": Entry(Methods.approve, OPERATOR),
+    "approvals.deny": Entry(Methods.deny, OPERATOR),
+    "agents.sync": Entry(Methods.sync_agents, OPERATOR),
 }
-AGENT_METHODS = tuple(name for name, entry in TABLE.items() if not entry.operator)
-OPERATOR_METHODS = tuple(name for name, entry in TABLE.items() if entry.operator)
 
 
 def public(request: Any) -> dict[str, Any]:

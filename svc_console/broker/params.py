@@ -1,15 +1,12 @@
 """The parameters of each socket method, validated before anything is recorded."""
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from svc_console.core.models import Kind
+from svc_console.core.models import AGENT_NAME, AGENT_NAME_RULE, Kind
 from svc_console.core.money import Usdc
 
-# \Z, not $: "$" also matches before a final newline, which would let "bot\n" through.
-AGENT_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._\-]{0,63}\Z")
 MAX_PURPOSE = 2000
 MAX_WAIT_S = 3600.0
 
@@ -19,12 +16,13 @@ class Params(BaseModel):
 
 
 class HelloParams(Params):
-    agent: str | None = None
-    token: str | None = Field(None, repr=False)
+    agent: str | None = Field(None, max_length=64)
+    token: str | None = Field(None, repr=False, max_length=200)
+    client: str | None = Field(None, max_length=64)  # what the client is, as it says
 
 
 class SubmitParams(Params):
-    agent: str
+    agent: str | None = None  # absent: the agent the connection is bound to
     kind: Kind
     endpoint_id: str | None = Field(None, min_length=1, max_length=200)
     dataset_id: str | None = Field(None, min_length=1, max_length=200)
@@ -35,9 +33,9 @@ class SubmitParams(Params):
 
     @field_validator("agent")
     @classmethod
-    def _agent_name(cls, value: str) -> str:
-        if not AGENT_NAME.match(value):
-            raise ValueError("must be 1-64 letters, digits, '.', '_' or '-', starting with one")
+    def _agent_name(cls, value: str | None) -> str | None:
+        if value is not None and not AGENT_NAME.match(value):
+            raise ValueError(AGENT_NAME_RULE)
         return value
 
     @model_validator(mode="after")
@@ -60,10 +58,12 @@ class WaitParams(RequestParams):
 class ApproveParams(RequestParams):
     confirm_amount: Usdc | None = None
     note: str | None = Field(None, max_length=500)
+    passphrase: str | None = Field(None, repr=False, max_length=1024)
 
 
 class DenyParams(RequestParams):
     reason: str = Field(min_length=1, max_length=500)
+    passphrase: str | None = Field(None, repr=False, max_length=1024)
 
 
 class ListParams(Params):

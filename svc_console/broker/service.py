@@ -12,18 +12,19 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from svc_console.broker import errors
+from svc_console.broker.deciders import Decider
 from svc_console.broker.decisions import Decisions
 from svc_console.broker.endpoint_cache import EndpointCache
 from svc_console.broker.executor import MAX_ATTEMPTS, Executor
 from svc_console.broker.intake import Intake
 from svc_console.broker.params import ApproveParams, DenyParams, SubmitParams
-from svc_console.core.models import SpendRequest
+from svc_console.core.models import SpendRequest, Submitter
 from svc_console.core.states import CANCELLABLE, FINAL, IllegalTransition, State
 from svc_console.ledger import Ledger
 from svc_console.market.gateway import Marketplace
@@ -106,10 +107,26 @@ class Broker:
 
     # -- agents -------------------------------------------------------------------------------
 
-    async def submit(self, params: SubmitParams) -> SpendRequest:
+    async def submit(
+        self,
+        params: SubmitParams,
+        *,
+        verified: bool = False,
+        submitter: Submitter | None = None,
+    ) -> SpendRequest:
+        """Take a request in for `params.agent`, whose name the caller has `verified` (or not),
+        submitted by the process `submitter`."""
+        if params.agent is None:
+            raise errors.InvalidParams("a request needs its agent")
         if params.idempotency_key:
             existing = self.ledger.find_by_idempotency(params.agent, params.idempotency_key)
             if existing is not None:
+                if existing.agent_verified != verified:
+                    # The same name, once unverified and now registered (or the reverse): the
+                    # other one's request is not this caller's to see.
+                    raise errors.InvalidParams(
+                        "this idempotency key was used by another agent of that name"
+                    )
                 return existing
         now = self.clock()
         request = SpendRequest(
@@ -117,6 +134,8 @@ class Broker:
             state=State.received,
             created_at=now,
             updated_at=now,
+            agent_verified=verified,
+            submitter=submitter,
             **params.model_dump(),
         )
         self.ledger.insert_request(request)
@@ -148,17 +167,25 @@ class Broker:
             raise errors.UnknownRequest(f"no request {request_id}")
         return request
 
-    async def cancel(self, request_id: str) -> SpendRequest:
+    async def cancel(self, request_id: str, reason: str = "cancelled by the agent") -> SpendRequest:
         request = self.get(request_id)
         if request.state not in CANCELLABLE:
             raise errors.WrongState(
                 f"request {request_id} is {request.state} and can no longer be cancelled"
             )
-        self.ledger.transition(
-            request_id, State.cancelled, at=self.clock(), reason="cancelled by the agent"
-        )
+        self.ledger.transition(request_id, State.cancelled, at=self.clock(), reason=reason)
         self._changed(request_id)
         return self.get(request_id)
+
+    async def cancel_agents(self, names: Iterable[str]) -> int:
+        """Cancel what the registered agents `names` (revoked) left undecided; how many."""
+        cancelled = 0
+        for name in names:
+            for request_id in self.ledger.cancellable_of(name, CANCELLABLE):
+                with contextlib.suppress(errors.WrongState, IllegalTransition):
+                    await self.cancel(request_id, f"agent {name} was revoked")
+                    cancelled += 1
+        return cancelled
 
     # -- operators ----------------------------------------------------------------------------
 
@@ -172,16 +199,17 @@ class Broker:
         """The amount the operator must type to approve, or None when a keypress is enough."""
         return self.decisions.confirmation_needed(request)
 
-    async def approve(self, params: ApproveParams, *, by: str = "operator") -> SpendRequest:
+    async def approve(self, params: ApproveParams, decider: Decider | None = None) -> SpendRequest:
+        """The operator's approval; `decider` is who gives it (default: this process, the TUI)."""
         request = self._pending(params.request_id)
-        self.decisions.approve(request, params, by)
+        self.decisions.approve(request, params, decider or Decider.this_process())
         self._changed(request.id)
         self._spawn(self._execute(request.id), f"execute-{request.id}")
         return self.get(request.id)
 
-    async def deny(self, params: DenyParams, *, by: str = "operator") -> SpendRequest:
+    async def deny(self, params: DenyParams, decider: Decider | None = None) -> SpendRequest:
         request = self._pending(params.request_id)
-        self.decisions.deny(request, params, by)
+        self.decisions.deny(request, params, decider or Decider.this_process())
         self._changed(request.id)
         return self.get(request.id)
 
@@ -195,6 +223,11 @@ class Broker:
             raise errors.WrongState(f"request {request_id} has had its one retry")
         self._spawn(self._execute(request_id), f"retry-{request_id}")
         return request
+
+    def refuse(self, request_id: str, reason: str, decider: Decider) -> None:
+        """Record a decision refused before it reached the request (a wrong passphrase)."""
+        if self.ledger.get(request_id) is not None:
+            self.decisions.refuse(request_id, reason, decider)
 
     def _pending(self, request_id: str) -> SpendRequest:
         request = self.get(request_id)

@@ -1,82 +1,83 @@
-"""The approval socket's transport: an owner-only Unix socket, one JSON-RPC line at a time.
+"""The console's two sockets: one JSON-RPC line at a time over a Unix socket, for agents or for
+the operator.
 
-A line is answered independently of the others, so a long `spend.wait` never holds up a `spend.get`
-on the same connection, and a malformed line gets an error without touching anything else (the
-framing is `jsonrpc`'s, the methods `methods`'). Here: binding the socket, peer credentials, the
-operator token a connection may present, and the limits.
+The agents' socket (`SVC_CONSOLE_SOCKET`) is owner-only unless `[agents]` opens it to a group
+(mode 0660, that group) or to listed uids (mode 0666, and the console hangs up on every other
+uid); it may live outside SVC_CONSOLE_HOME, in a folder that is checked as OpenSSH checks its
+own (`socket_folder`) and never changed. The operator socket is owner-only, in the home folder,
+and accepts only the console owner's uid, whatever its mode. Which methods each serves is
+`methods`'; who an agent is, `agent_access`'.
 
-One agent cannot hold up the others: each connection has its own bounds, announced by
-`console.hello` (`Limits.describe`). A line must end within `line_timeout_s` of its first byte (a
-client that sends half a line and stalls is cut off); an oversized line is refused and skipped; a
-connection with `max_pending_per_connection` lines unanswered is not read until answers go out;
-replies wait in a buffer of `write_buffer_bytes`, and a client that reads none of them for
-`write_timeout_s` is disconnected.
+A line is answered independently of the others, so a long `spend.wait` never holds up a
+`spend.get` on the same connection, and a malformed line gets an error without touching anything
+else (the framing is `jsonrpc`'s). One agent cannot hold up the others: each connection has its
+own bounds, announced by `console.hello` (`Limits.describe`). A line must end within
+`line_timeout_s` of its first byte (a client that sends half a line and stalls is cut off); an
+oversized line is refused and skipped; a connection with `max_pending_per_connection` lines
+unanswered is not read until answers go out; replies wait in a buffer of `write_buffer_bytes`,
+and a client that reads none of them for `write_timeout_s` is disconnected.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import os
-import secrets
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from svc_console.broker import errors, jsonrpc
+from svc_console.broker.agent_access import AgentAccess, Identity, peer_of
+from svc_console.broker.deciders import Peer
 from svc_console.broker.limits import Limits
-from svc_console.broker.methods import Methods
+from svc_console.broker.methods import Methods, Passphrase, Role
 from svc_console.broker.service import Broker
+from svc_console.broker.socket_folder import prepare_folder
 from svc_console.config.paths import MAX_SOCKET_PATH
-from svc_console.core.private_files import ensure_private_dir, write_private
 
 log = logging.getLogger(__name__)
 DEFAULT_LIMITS = Limits()
-
-
-def load_operator_token(path: Path) -> str:
-    """The secret that lets the CLI decide like the TUI. Created once, owner-only."""
-    if path.exists():
-        return path.read_text().strip()
-    token = secrets.token_urlsafe(32)
-    write_private(path, token)
-    return token
 
 
 @dataclass(eq=False)  # identity, not value: connections live in a set
 class _Connection:
     writer: asyncio.StreamWriter
     slots: asyncio.Semaphore  # one per line being answered
-    operator: bool = False
+    peer: Peer | None = None
+    identity: Identity | None = None
+    client: str | None = None
     waits: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
-    operator_token: str = field(default="", repr=False)
-
-    def present_token(self, token: str) -> None:
-        # Bytes: compare_digest refuses str holding anything but ASCII.
-        if not hmac.compare_digest(token.encode(), self.operator_token.encode()):
-            raise errors.NotAuthorised("wrong operator token")
-        self.operator = True
 
 
 class ApprovalSocket:
     def __init__(
-        self, broker: Broker, path: Path, operator_token: str, limits: Limits = DEFAULT_LIMITS
+        self,
+        broker: Broker,
+        path: Path,
+        *,
+        role: Role,
+        access: AgentAccess,
+        passphrase: Passphrase | None = None,
+        home: Path | None = None,
+        limits: Limits = DEFAULT_LIMITS,
     ):
-        self.broker, self.path, self.limits = broker, path, limits
-        self._operator_token = operator_token
-        self.methods = Methods(broker, limits)
+        self.broker, self.path, self.role, self.limits = broker, path, role, limits
+        self.access, self.home = access, home
+        self.methods = Methods(broker, limits, role, access, passphrase)
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[_Connection] = set()
 
     async def start(self) -> None:
         if len(os.fsencode(self.path)) > MAX_SOCKET_PATH:
             raise OSError(f"socket path too long for a Unix socket: {self.path}")
-        ensure_private_dir(self.path.parent)
+        settings = self.access.settings
+        opened = self.role == Role.agents and settings.opened
+        prepare_folder(self.path.parent, home=self.home, opened=opened)
         if self.path.exists() or self.path.is_symlink():
             if not stat.S_ISSOCK(self.path.lstat().st_mode):
                 raise OSError(f"{self.path} exists and is not a socket; refusing to replace it")
@@ -95,7 +96,13 @@ class ApprovalSocket:
             )
         finally:
             os.umask(old_umask)
-        self.path.chmod(0o600)
+        if not opened:
+            self.path.chmod(0o600)
+        elif settings.uids:
+            self.path.chmod(0o666)  # listed uids may connect; the peer check refuses the rest
+        else:
+            os.chown(self.path, -1, settings.gid)
+            self.path.chmod(0o660)
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -110,23 +117,32 @@ class ApprovalSocket:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
 
+    def _refusal(self, peer: Peer | None) -> str | None:
+        """Why this peer may not use this socket, or None."""
+        if self.role == Role.agents:
+            return self.access.refusal(peer)
+        if peer is not None and peer.uid != os.getuid():
+            return f"the operator socket accepts only uid {os.getuid()}, the console's owner"
+        return None
+
     # -- one connection -----------------------------------------------------------------------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if not _same_user(writer):
-            writer.close()
-            return
         limits = self.limits
         writer.transport.set_write_buffer_limits(high=limits.write_buffer_bytes)
+        peer = peer_of(writer.get_extra_info("socket"))
         connection = _Connection(
-            writer,
-            asyncio.Semaphore(limits.max_pending_per_connection),
-            operator_token=self._operator_token,
+            writer, asyncio.Semaphore(limits.max_pending_per_connection), peer=peer
         )
-        if len(self._connections) >= limits.max_connections:
-            await self._send(
-                connection, jsonrpc.error_reply(None, errors.Busy("too many connections"))
-            )
+        refused: errors.BrokerError | None = None
+        reason = self._refusal(peer)
+        if reason is not None:
+            log.warning("%s socket refused pid %s: %s", self.role, peer and peer.pid, reason)
+            refused = errors.NotAuthorised(reason)
+        elif len(self._connections) >= limits.max_connections:
+            refused = errors.Busy("too many connections")
+        if refused is not None:
+            await self._send(connection, jsonrpc.error_reply(None, refused))
             writer.close()
             return
         self._connections.add(connection)
@@ -216,19 +232,6 @@ class ApprovalSocket:
             except (TimeoutError, ConnectionError, OSError):
                 # Abort, not close: close() would wait to flush to a peer that does not read.
                 writer.transport.abort()
-
-
-def _same_user(writer: asyncio.StreamWriter) -> bool:
-    """Refuse a peer running as another user, should the socket's mode ever be widened."""
-    import socket
-    import struct
-
-    sock = writer.get_extra_info("socket")
-    if sock is None or not hasattr(socket, "SO_PEERCRED"):
-        return True
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return uid == os.getuid()
 
 
 async def _answers(path: Path) -> bool:

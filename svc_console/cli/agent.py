@@ -25,7 +25,11 @@ def add_commands(commands: Any) -> None:
     )
     submit.add_argument("--inputs", required=True, help="the planned inputs, a JSON object")
     submit.add_argument("--purpose", required=True, help="why the agent wants this, for people")
-    submit.add_argument("--agent", default="cli", help="the agent's name (default: cli)")
+    submit.add_argument(
+        "--agent",
+        help="the agent's name (default: the one SVC_AGENT_TOKEN belongs to; without a token,"
+        " cli, accepted only where enrolment is open)",
+    )
     submit.add_argument("--max-usdc", help="the most the agent is willing to pay")
     submit.add_argument("--idempotency-key", help="the same key returns the same request")
     submit.add_argument("--wait", action="store_true", help="block until the request ends")
@@ -41,7 +45,10 @@ def run_submit(args: argparse.Namespace) -> int:
         raise CommandError(f"--inputs is not valid JSON: {exc}", EXIT_USAGE) from None
     if not isinstance(inputs, dict):
         raise CommandError("--inputs must be a JSON object", EXIT_USAGE)
-    agent = connect(args.agent)
+    import os
+
+    name = args.agent or (None if os.environ.get("SVC_AGENT_TOKEN") else "cli")
+    agent = connect(name)
     with agent:
         ticket = call(
             lambda: agent.submit(

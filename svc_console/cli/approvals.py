@@ -34,7 +34,7 @@ def add_commands(commands: Any) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     view = "history" if args.history else "pending"
-    with connect("operator-cli", operator=True) as agent:
+    with connect(None, operator=True) as agent:
         requests = call(lambda: agent.call("approvals.list", {"view": view, "limit": args.limit}))
     if args.json:
         print(json.dumps(requests, indent=2))
@@ -46,13 +46,24 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _passphrase(agent: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """With an operator passphrase set, every decision here needs it, typed on the terminal: an
+    agent running as this user can read every file, but not what the operator knows."""
+    if agent.hello_info.get("passphrase_required"):
+        from svc_console.cli.tty import read_secret
+
+        params = {**params, "passphrase": read_secret("operator passphrase: ")}
+    return params
+
+
 def run_approve(args: argparse.Namespace) -> int:
     params = {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
     if args.note:
         params["note"] = args.note
     from svc_console.agent import AgentError
 
-    with connect("operator-cli", operator=True) as agent:
+    with connect(None, operator=True) as agent:
+        params = _passphrase(agent, params)
         try:
             request = agent.call(
                 "approvals.approve", {k: v for k, v in params.items() if v is not None}
@@ -71,8 +82,8 @@ def run_approve(args: argparse.Namespace) -> int:
 
 
 def run_deny(args: argparse.Namespace) -> int:
-    params = {"request_id": args.request_id, "reason": args.reason}
-    with connect("operator-cli", operator=True) as agent:
+    with connect(None, operator=True) as agent:
+        params = _passphrase(agent, {"request_id": args.request_id, "reason": args.reason})
         request = call(lambda: agent.call("approvals.deny", params))
     print(f"{request['id']} {request['state']}")
     return 0

@@ -43,6 +43,7 @@ def _policy_option(parser: argparse.ArgumentParser) -> None:
 def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
     from svc_console.broker import BrokerConfig
     from svc_console.config import logs
+    from svc_console.config.agents import agent_settings
     from svc_console.config.errors import SettingsError
     from svc_console.config.paths import resolve_paths
     from svc_console.config.policy_files import policy_files
@@ -54,12 +55,18 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
     try:
         service = None if demo else service_config(paths)
         files, optional = policy_files(paths, policy)
+        agents = agent_settings(paths.settings)
     except SettingsError as exc:
         raise CommandError(str(exc)) from None
     # The demo's requests expire in two minutes, so a newcomer sees expiry too.
     config = BrokerConfig(pending_ttl_s=120.0) if demo else BrokerConfig()
     return Runtime(
-        paths=paths, service=service, config=config, policy_files=files, policy_optional=optional
+        paths=paths,
+        service=service,
+        config=config,
+        policy_files=files,
+        policy_optional=optional,
+        agent_settings=agents,
     )
 
 
@@ -102,6 +109,9 @@ def run_serve(args: argparse.Namespace) -> int:
         market = runtime.market
         where = f"the sandbox at {market.base_url}" if market.sandbox else market.base_url
         print(f"svc-console: broker on {runtime.paths.socket}, speaking to {where}", flush=True)
+        print(f"svc-console: operator socket {runtime.paths.operator_socket}", flush=True)
+        if runtime.agent_warning:
+            print(f"svc-console: warning: {runtime.agent_warning}", file=sys.stderr, flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):

@@ -1,5 +1,6 @@
-"""The CLI's side of the approval socket: connect as an agent or as the operator, and turn the
-broker's refusals into one-line errors."""
+"""The CLI's side of the console's sockets: the agents' socket for `agent submit` (with the
+agent's token from SVC_AGENT_TOKEN, when it has one), the operator socket for `approvals`; and
+the broker's refusals turned into one-line errors."""
 
 from __future__ import annotations
 
@@ -8,28 +9,26 @@ from typing import Any
 
 from svc_console.cli.errors import EXIT_USAGE, CommandError
 
+# Said in hello: the console's own client acts for whoever ran it, who is then the submitter.
+CLIENT = "svc-console"
 
-def connect(name: str, *, operator: bool = False) -> Any:
-    from svc_console.agent import Agent, NotConnected
+
+def connect(name: str | None, *, operator: bool = False) -> Any:
+    from svc_console.agent import Agent, AgentError, NotConnected
     from svc_console.config.paths import resolve_paths
-    from svc_console.core.private_files import NotPrivate, read_private
 
     paths = resolve_paths()
-    token = None
     if operator:
-        try:
-            token = read_private(paths.operator_token).strip()
-        except FileNotFoundError:
-            raise CommandError(
-                "no operator token: start the console (svc-console serve) first", EXIT_USAGE
-            ) from None
-        except NotPrivate as exc:
-            raise CommandError(str(exc), EXIT_USAGE) from None
-    agent = Agent(name, paths.socket, token=token)
+        # The operator socket knows the operator by uid; no agent token is ever sent there.
+        agent = Agent(None, paths.operator_socket, token="", client=CLIENT)
+    else:
+        agent = Agent(name, paths.socket, client=CLIENT)
     try:
         agent.connect()
     except NotConnected as exc:
         raise CommandError(f"{exc.message}; is svc-console running?", EXIT_USAGE) from None
+    except AgentError as exc:  # refused: another user, an unknown agent, a wrong token
+        raise CommandError(exc.message, EXIT_USAGE) from None
     return agent
 
 

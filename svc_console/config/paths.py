@@ -37,8 +37,13 @@ class Paths:
         return self.home / "settings.toml"
 
     @property
-    def operator_token(self) -> Path:
-        return self.home / "operator.token"
+    def operator_socket(self) -> Path:
+        """Where the operator's tools (the CLI) reach the broker: owner-only, in the home folder."""
+        return self.home / "operator.sock"
+
+    @property
+    def agent_registry(self) -> Path:
+        return self.home / "agents.json"
 
     @property
     def sandbox(self) -> Path:

@@ -22,7 +22,7 @@ from typing import Any
 import sqlite_utils
 
 from svc_console.core.buckets import Change
-from svc_console.core.models import Decision, Estimate, Outcome, SpendRequest
+from svc_console.core.models import Decision, Estimate, Evidence, Outcome, SpendRequest
 from svc_console.core.money import from_atomic, to_atomic
 from svc_console.core.states import FINAL, State, check_transition
 from svc_console.ledger import budgets, rows
@@ -129,6 +129,15 @@ class Ledger:
         )
         self._last_hash = digest
 
+    def record_refusal(
+        self, request_id: str, reason: str, evidence: Evidence, at: float | None = None
+    ) -> None:
+        """Keep a refused attempt to decide a request (by the agent itself, or without the
+        operator passphrase) in the audit chain, with who tried."""
+        data = {"reason": reason, "evidence": evidence.model_dump(mode="json")}
+        with self.db.atomic():
+            self._event(request_id, "decision_refused", data, time.time() if at is None else at)
+
     def events(self, request_id: str) -> list[dict[str, Any]]:
         return list(self.db["events"].rows_where("request_id = ?", [request_id], order_by="seq"))
 
@@ -155,6 +164,17 @@ class Ledger:
         if row is None:
             return None
         return self._hydrate(dict(zip(self._columns("requests"), row, strict=True)))
+
+    def cancellable_of(self, agent: str, states: Iterable[State]) -> list[str]:
+        """The ids of a registered agent's requests in `states` (what its revocation cancels)."""
+        names = [str(s) for s in states]
+        marks = ",".join("?" * len(names))
+        rows = self.db.execute(
+            "SELECT id FROM requests WHERE agent = ? AND agent_verified = 1"
+            f" AND state IN ({marks})",
+            [agent, *names],
+        ).fetchall()
+        return [row[0] for row in rows]
 
     def find_by_idempotency(self, agent: str, key: str) -> SpendRequest | None:
         row = self.db.execute(

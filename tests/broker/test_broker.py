@@ -43,7 +43,10 @@ async def test_submit_approve_execute_returns_upstream_result(runtime, sandbox):
         done = await agent.wait_for_outcome(ticket["request_id"], timeout_s=10)
 
     assert done["state"] == "succeeded"
-    assert done["decision"]["approved"] is True and done["decision"]["by"] == "operator"
+    assert done["decision"]["approved"] is True and done["decision"]["by"] == "tui"
+    evidence = done["decision"]["evidence"]
+    assert evidence["channel"] == "tui" and evidence["pid"] == os.getpid()
+    assert evidence["uid"] == os.getuid() and evidence["process"]
     assert done["outcome"]["charged_usdc"] == "0.01"
     assert json.loads(done["outcome"]["body"])  # the provider's JSON, verbatim
     # Invariant 1: the decision was committed before the execution started.

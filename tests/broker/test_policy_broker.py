@@ -69,7 +69,9 @@ async def submit(runtime: Runtime, agent: str = "research-bot", **overrides) -> 
 
 
 async def outcome(runtime: Runtime, request_id: str) -> dict:
-    async with AsyncAgent("observer", runtime.paths.socket) as client:
+    # A request is its agent's alone to wait on.
+    agent = runtime.broker.get(request_id).agent
+    async with AsyncAgent(agent, runtime.paths.socket) as client:
         return await client.wait_for_outcome(request_id, timeout_s=20)
 
 
@@ -216,12 +218,11 @@ async def test_the_operator_cannot_approve_past_a_budget_spent_meanwhile(start):
         await runtime.broker.approve(ApproveParams(request_id=second["request_id"]))
     assert runtime.broker.get(second["request_id"]).state == State.pending
     # Over the socket, the operator hears why, with a reason word.
-    from svc_console.core.private_files import read_private
+    from helpers import operator
 
-    token = read_private(runtime.paths.operator_token).strip()
-    async with AsyncAgent("operator", runtime.paths.socket, token=token) as operator:
+    async with operator(runtime) as line:
         with pytest.raises(AgentError) as refused:
-            await operator.call("approvals.approve", {"request_id": second["request_id"]})
+            await line.call("approvals.approve", {"request_id": second["request_id"]})
     assert refused.value.reason == "blocked_by_policy"
 
 

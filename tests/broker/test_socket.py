@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import stat
 
 import pytest
 
@@ -38,7 +39,7 @@ async def test_malformed_line_gets_parse_error_and_others_keep_working(runtime):
         assert json.loads(await reader.readline())["result"]["server"] == "svc-console"
         writer.close()
         hello = await steady.call("console.hello", {})
-        assert hello["protocol"] == 1
+        assert hello["protocol"] == 2
     assert count_requests(runtime) == 0
 
 
@@ -78,7 +79,6 @@ async def test_bad_messages_get_clear_errors_and_change_nothing(runtime, payload
 @pytest.mark.parametrize(
     ("params", "mentions"),
     [
-        ({"kind": "market_call", "inputs": {}, "purpose": "p", "endpoint_id": "e"}, "agent"),
         (
             {
                 "agent": "a b",
@@ -170,12 +170,22 @@ async def test_hello_describes_service_limits_and_methods(runtime):
     assert hello["limits"]["max_waits_per_connection"] > 0
 
 
-async def test_operator_token_unlocks_decisions_and_a_wrong_one_is_refused(runtime):
-    token = runtime.paths.operator_token.read_text().strip()
-    with pytest.raises(AgentError) as refused:
-        async with AsyncAgent("op", runtime.paths.socket, token="wrong-token"):
-            pass
-    assert refused.value.reason == "not_authorised"
-    async with AsyncAgent("op", runtime.paths.socket, token=token) as operator:
-        assert operator.hello_info["operator"] is True
-        assert await operator.call("approvals.list", {}) == []
+async def test_operator_methods_are_served_only_on_the_operator_socket(runtime):
+    from helpers import operator
+
+    async with AsyncAgent("op", runtime.paths.socket) as agent:
+        for method in ("approvals.list", "approvals.approve", "approvals.deny", "agents.sync"):
+            with pytest.raises(AgentError) as refused:
+                await agent.call(method, {"request_id": "req_x", "reason": "r"})
+            assert refused.value.reason == "not_authorised"
+            assert "only on the operator socket" in refused.value.message
+    async with operator(runtime) as line:
+        assert line.hello_info["socket"] == "operator"
+        assert "approvals.approve" in line.hello_info["methods"]
+        assert "spend.submit" not in line.hello_info["methods"]
+        assert await line.call("approvals.list", {}) == []
+        with pytest.raises(AgentError) as refused:
+            await line.call("spend.submit", {"agent": "op", "kind": "market_call"})
+        assert refused.value.reason == "not_authorised"
+    assert count_requests(runtime) == 0
+    assert stat.S_IMODE(runtime.paths.operator_socket.stat().st_mode) == 0o600

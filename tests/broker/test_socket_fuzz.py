@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.jsonrpc import ENVELOPE
-from svc_console.broker.methods import AGENT_METHODS, OPERATOR_METHODS
+from svc_console.broker.methods import TABLE
 
 SEED = 20260522
 RAW_LINES = 99_000
@@ -229,7 +229,7 @@ async def fuzz(runtime: Any, lines: list[bytes]) -> None:
 
 # -- hypothesis: JSON-RPC-shaped garbage --------------------------------------------------------
 
-METHODS = AGENT_METHODS + OPERATOR_METHODS
+METHODS = tuple(TABLE)
 FIELDS = {
     "console.hello": ("agent", "token"),
     "spend.submit": (

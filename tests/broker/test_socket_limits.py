@@ -20,6 +20,7 @@ from helpers import eventually
 
 from svc_console.agent import AgentError, AsyncAgent
 from svc_console.broker.limits import Limits
+from svc_console.broker.methods import Role
 from svc_console.broker.socket_server import ApprovalSocket
 
 HELLO = b'{"jsonrpc":"2.0","id":"hi","method":"console.hello"}\n'
@@ -36,8 +37,14 @@ TIGHT = Limits(
 
 @pytest.fixture
 async def tight(runtime: Any) -> Any:
-    token = runtime.paths.operator_token.read_text().strip()
-    socket = ApprovalSocket(runtime.broker, runtime.paths.home / "tight.sock", token, TIGHT)
+    socket = ApprovalSocket(
+        runtime.broker,
+        runtime.paths.home / "tight.sock",
+        role=Role.agents,
+        access=runtime.access,
+        home=runtime.paths.home,
+        limits=TIGHT,
+    )
     await socket.start()
     yield socket
     await socket.stop()
@@ -176,7 +183,10 @@ async def test_connections_beyond_the_limit_are_refused_and_a_freed_slot_is_reus
 
 
 async def test_waits_per_connection_are_limited_and_others_may_still_wait(runtime, tight):
-    async with AsyncAgent("waiter", tight.path) as waiter, AsyncAgent("other", tight.path) as other:
+    async with (
+        AsyncAgent("waiter", tight.path) as waiter,
+        AsyncAgent("waiter", tight.path) as other,
+    ):
         ticket = await waiter.submit(
             endpoint_id="ep_websearch_basic", inputs={"query": "x"}, purpose="wait for me"
         )
@@ -188,7 +198,8 @@ async def test_waits_per_connection_are_limited_and_others_may_still_wait(runtim
             await waiter.wait(request_id, 30)
         assert refused.value.reason == "busy"
         assert f"at most {TIGHT.max_waits_per_connection} waits" in refused.value.message
-        # The limit is per connection: another agent waits, and the same one may still ask.
+        # The limit is per connection: another connection of the agent waits, and the first may
+        # still ask.
         other_wait = asyncio.create_task(other.wait(request_id, 30))
         assert (await waiter.get(request_id))["state"] == "pending"
         await waiter.cancel(request_id)

@@ -14,10 +14,18 @@ import pytest
 from helpers import seed_in_flight
 
 CLI = [sys.executable, "-m", "svc_console"]
+# The agent: a process of its own that runs the CLI, as an agent's program would. The console
+# traces its requests to it, so the operator's commands (children of this test, not of it) may
+# decide them.
+AS_AGENT = [sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"]
 
 
 def run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def as_agent(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*AS_AGENT, *CLI, *args], capture_output=True, text=True, timeout=timeout)
 
 
 def wait_for(predicate, timeout: float = 15.0):
@@ -53,7 +61,7 @@ def pending_ids() -> list[str]:
 def submit_and_wait(*extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
-            *CLI, "agent", "submit", "--endpoint", "ep_websearch_basic",
+            *AS_AGENT, *CLI, "agent", "submit", "--endpoint", "ep_websearch_basic",
             "--inputs", '{"query": "heat pumps"}', "--purpose", "market sizing", "--wait",
             *extra,
         ],
@@ -199,7 +207,7 @@ def test_a_configured_service_without_a_key_is_a_clear_error(home: Path):
 
 def test_approving_above_the_threshold_asks_for_the_typed_amount(served):
     # A 1.50 USDC video generation: above the default 1 USDC threshold.
-    ticket = run(
+    ticket = as_agent(
         "agent", "submit", "--endpoint", "ep_frameify_generate",
         "--inputs", '{"prompt": "a lighthouse at dawn"}', "--purpose", "storyboard",
     )  # fmt: skip
@@ -217,7 +225,7 @@ def test_approving_above_the_threshold_asks_for_the_typed_amount(served):
 
 
 def test_wrong_typed_amount_is_refused_and_changes_nothing(served):
-    ticket = run(
+    ticket = as_agent(
         "agent", "submit", "--endpoint", "ep_websearch_basic", "--inputs", '{"query": "q"}',
         "--purpose", "p",
     )  # fmt: skip
@@ -227,3 +235,50 @@ def test_wrong_typed_amount_is_refused_and_changes_nothing(served):
     assert wrong.returncode == 2
     assert "confirm_amount" in wrong.stderr
     assert request_id in pending_ids()
+
+
+# An agent that submits, then runs the operator's command on its own request.
+SELF_APPROVING_AGENT = """
+import json, subprocess, sys, time
+cli = sys.argv[1:]
+ticket = subprocess.run(
+    [*cli, "agent", "submit", "--endpoint", "ep_websearch_basic", "--inputs", '{"query": "q"}',
+     "--purpose", "approve me"], capture_output=True, text=True, check=True)
+request_id = ticket.stdout.split()[0]
+deadline = time.monotonic() + 15
+while time.monotonic() < deadline:
+    listing = subprocess.run([*cli, "approvals", "list", "--json"], capture_output=True, text=True)
+    if request_id in listing.stdout:
+        break
+    time.sleep(0.05)
+approve = subprocess.run([*cli, "approvals", "approve", request_id], capture_output=True, text=True)
+print(json.dumps({"request_id": request_id, "rc": approve.returncode, "stderr": approve.stderr}))
+"""
+
+
+def test_an_agent_cannot_approve_its_own_request_through_the_cli(served):
+    import sqlite3
+
+    agent = subprocess.run(
+        [sys.executable, "-c", SELF_APPROVING_AGENT, *CLI],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert agent.returncode == 0, agent.stderr
+    attempt = json.loads(agent.stdout)
+    assert attempt["rc"] == 2
+    assert "an agent cannot decide its own request" in attempt["stderr"]
+    request_id = attempt["request_id"]
+    assert request_id in pending_ids()  # nothing was decided
+    # The refusal is evidence: in the audit chain, with the process that tried.
+    ledger = sqlite3.connect(f"file:{served / 'ledger-sandbox.db'}?mode=ro", uri=True)
+    with ledger:
+        rows = ledger.execute(
+            "SELECT data FROM events WHERE request_id = ? AND type = 'decision_refused'",
+            [request_id],
+        ).fetchall()
+    ledger.close()
+    assert len(rows) == 1
+    refused = json.loads(rows[0][0])
+    assert refused["evidence"]["channel"] == "cli" and refused["evidence"]["pid"] > 0
+    # The operator, in a process tree of their own, still decides it.
+    assert run("approvals", "deny", request_id, "--reason", "no").returncode == 0

@@ -106,7 +106,7 @@ async def settle(runtime: Runtime, ids: list[str], states: Iterable[State] = FIN
 async def approve(runtime: Runtime, ids: list[str]) -> None:
     assert runtime.broker is not None
     for request_id in ids:
-        await runtime.broker.approve(ApproveParams(request_id=request_id), by="faults test")
+        await runtime.broker.approve(ApproveParams(request_id=request_id))
 
 
 def readable(reason: str | None, *words: str) -> None:

@@ -105,7 +105,7 @@ async def operate(runtime: Runtime, decided: Counter[str]) -> None:
     while True:
         for request in broker.pending(limit=500):
             if decided.total() % 2 == 0:
-                await broker.approve(ApproveParams(request_id=request.id), by="load operator")
+                await broker.approve(ApproveParams(request_id=request.id))
                 decided["approved"] += 1
             else:
                 await broker.deny(DenyParams(request_id=request.id, reason="load: not now"))

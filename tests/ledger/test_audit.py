@@ -204,15 +204,16 @@ async def test_a_ledger_the_broker_wrote_verifies(runtime):
     success) hashes as the verifier recomputes it."""
     from helpers import eventually
 
-    token = runtime.paths.operator_token.read_text().strip()
+    from helpers import operator
+
     async with AsyncAgent("bot", runtime.paths.socket) as agent:
         ticket = await agent.submit(
             endpoint_id="ep_websearch_basic", inputs={"query": "solar"}, purpose="audit me"
         )
         request_id = ticket["request_id"]
         await eventually(lambda: runtime.broker.get(request_id).state == State.pending)
-        async with AsyncAgent("op", runtime.paths.socket, token=token) as operator:
-            await operator.call("approvals.approve", {"request_id": request_id})
+        async with operator(runtime) as line:
+            await line.call("approvals.approve", {"request_id": request_id})
         done = await agent.wait_for_outcome(request_id, 10)
     assert done["state"] == "succeeded"
     report = verify(runtime.paths.ledger(sandbox=True))

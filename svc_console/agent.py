@@ -261,17 +261,26 @@ class AsyncAgent:
             self._reader_task = None
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
+        # An error that names no call (the console refusing the connection itself) is what the
+        # calls still waiting hear when the connection then ends.
+        unnamed: dict[str, Any] | None = None
         try:
             while line := await reader.readline():
                 reply = json.loads(line)
                 future = self._replies.pop(reply.get("id"), None)
                 if future is not None and not future.done():
                     future.set_result(reply)
+                elif reply.get("id") is None and "error" in reply:
+                    unnamed = reply
         except (OSError, ValueError):
             pass
         finally:
             for future in self._replies.values():
-                if not future.done():
+                if future.done():
+                    continue
+                if unnamed is not None:
+                    future.set_result(unnamed)
+                else:
                     future.set_exception(NotConnected("svc-console closed the connection"))
             self._replies.clear()
 

@@ -19,8 +19,8 @@ there with SIGKILL at a random moment (seeded), and starts it again:
 - `dry_run`: the dry run has reached the sandbox (its fault switch counts it) and the result is not
   committed: this process holds the ledger's write lock, so the broker waits to commit;
 - `decided`: a decision is committed and its execution has not started: the operator approves on a
-  connection that also sends a few hundred `spend.get` lines, which the broker answers before it
-  turns to the executions;
+  connection that also sends a few hundred `approvals.list` lines, which the broker answers
+  before it turns to the executions;
 - `in_flight`: the proxy call is on its way (a `latency` fault holds it at the sandbox);
 - `answered`: the sandbox charged and answered, and the outcome is not stored: this process holds
   the ledger's write lock from the moment the request is `executing` until the charge is seen.
@@ -365,8 +365,38 @@ class Broker:
             log.seek(self._log_seen)
             return REPORTED.findall(log.read().decode(errors="replace"))
 
-    def operator_token(self) -> str:
-        return (self.home / "operator.token").read_text().strip()
+    @property
+    def operator_socket(self) -> Path:
+        return self.home / "operator.sock"
+
+
+def as_agent_process(work: Any) -> Any:
+    """Run `work` in a child process of its own, as an agent would, and return its (JSON) result.
+    The console traces the requests it submits to that process, so this harness, which also
+    plays the operator, may decide them: it does not run under that process."""
+    read_fd, write_fd = os.pipe()
+    close_readers()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the agent
+        os.close(read_fd)
+        code = 0
+        try:
+            answer = json.dumps({"result": work()})
+        except BaseException as exc:  # reported to the harness, which raises it
+            answer, code = json.dumps({"error": f"{type(exc).__name__}: {exc}"}), 1
+        with os.fdopen(write_fd, "w") as out:
+            out.write(answer)
+        os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd) as received:
+        text = received.read()
+    os.waitpid(pid, 0)
+    answer = json.loads(text) if text else {"error": "the agent process said nothing"}
+    if "error" in answer:
+        raise HarnessError(f"agent process: {answer['error']}")
+    return answer["result"]
 
 
 # --- the approval socket, spoken by hand --------------------------------------------------------
@@ -570,6 +600,14 @@ def _plan(number: int, target: str, rng: random.Random) -> list[Planned]:
     return planned
 
 
+def _submit_all(socket_path: Path, agent: str, planned: list[Any]) -> list[str]:
+    """Submit the agent's planned requests on one connection; their ids, in order."""
+    with Line(socket_path) as line:
+        line.call("console.hello", {"agent": agent})
+        ids = line.send([("spend.submit", _submit_params(p)) for p in planned])
+        return [line.result(call_id)["request_id"] for call_id in ids]
+
+
 def _submit_params(p: Planned) -> dict[str, Any]:
     return {
         "agent": p.agent,
@@ -620,11 +658,11 @@ class Run:
             planned = [p for p in self.planned if p.agent == agent]
             if not planned:
                 continue
-            with Line(self.broker.socket) as line:
-                line.call("console.hello", {"agent": agent})
-                ids = line.send([("spend.submit", _submit_params(p)) for p in planned])
-                for p, call_id in zip(planned, ids, strict=True):
-                    p.request_id = line.result(call_id)["request_id"]
+            submitted = as_agent_process(
+                lambda agent=agent, planned=planned: _submit_all(self.broker.socket, agent, planned)
+            )
+            for p, request_id in zip(planned, submitted, strict=True):
+                p.request_id = request_id
         self.result.requests = len(self.planned)
         self.result.request_ids = {p.request_id for p in self.planned}
 
@@ -647,10 +685,10 @@ class Run:
         return asks_pending and autos_done
 
     def _approve(self, request_ids: list[str], flood: int = 0) -> None:
-        line = Line(self.broker.socket)
-        line.call("console.hello", {"agent": "operator", "token": self.broker.operator_token()})
+        line = Line(self.broker.operator_socket)
+        line.call("console.hello", {})
         calls = [("approvals.approve", {"request_id": r}) for r in request_ids]
-        calls += [("spend.get", {"request_id": request_ids[0]})] * flood
+        calls += [("approvals.list", {"limit": 1})] * flood
         ids = line.send(calls)
         if flood:
             # The kill comes while the broker is still answering; closing now would cancel the
@@ -760,13 +798,12 @@ class Run:
             planned = [p for p in self.planned if p.agent == agent]
             if not planned:
                 continue
-            with Line(broker.socket) as line:
-                line.call("console.hello", {"agent": agent})
-                ids = line.send([("spend.submit", _submit_params(p)) for p in planned])
-                for p, call_id in zip(planned, ids, strict=True):
-                    again = line.result(call_id)["request_id"]
-                    if again != p.request_id:
-                        self.violation(f"{p.key} was {p.request_id}, submitted again: {again}")
+            submitted = as_agent_process(
+                lambda agent=agent, planned=planned: _submit_all(broker.socket, agent, planned)
+            )
+            for p, again in zip(planned, submitted, strict=True):
+                if again != p.request_id:
+                    self.violation(f"{p.key} was {p.request_id}, submitted again: {again}")
 
         for request_id in at_kill.in_state("pending"):
             state = after.states.get(request_id)
@@ -795,9 +832,9 @@ class Run:
         if not pending:
             return
         broker = self.broker
-        with Line(broker.socket) as agent, Line(broker.socket) as operator:
+        with Line(broker.socket) as agent, Line(broker.operator_socket) as operator:
             agent.call("console.hello", {"agent": ASK})
-            operator.call("console.hello", {"agent": "operator", "token": broker.operator_token()})
+            operator.call("console.hello", {})
             quick = agent.call("spend.wait", {"request_id": pending[0], "timeout_s": 0.01})
             if quick["state"] != "pending":
                 self.violation(f"{pending[0]} waited on: {quick['state']}, not pending")
@@ -971,6 +1008,8 @@ def run_all(
         rng = random.Random(seed)
         home = root / "console"
         home.mkdir(mode=0o700)
+        # The harness's agents run as its own user, by name: open enrolment, as in the sandbox.
+        (home / "settings.toml").write_text('[agents]\nenrolment = "open"\n')
         broker = Broker(home, {**env, "SVC_CONSOLE_HOME": str(home)}, policy, sabotage)
         broker.start()
         try:

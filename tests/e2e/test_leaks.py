@@ -16,6 +16,7 @@ from svc_console import cli
 from svc_console.broker.params import ApproveParams
 from svc_console.config import logs
 from svc_console.config.credentials import Credentials
+from svc_console.config.agents import AgentSettings
 from svc_console.config.service import service_config
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
@@ -66,7 +67,9 @@ def test_no_secret_or_code_leaks_after_a_full_session(sandbox, paths, monkeypatc
         assert cli.main(["connect", *base, "--username", "finance-ops"]) == 0
 
         service = service_config(paths, env={"SVC_BASE_URL": sandbox.base_url})
-        asyncio.run(_session(Runtime(paths=paths, service=service), sandbox))
+        # The session's agents run as the operator's own user, by name.
+        agents = AgentSettings(enrolment="open")
+        asyncio.run(_session(Runtime(paths=paths, service=service, agent_settings=agents), sandbox))
         screen_text = asyncio.run(_screen(Runtime(paths=paths, service=service)))
     finally:
         root = logging.getLogger()

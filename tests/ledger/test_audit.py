@@ -202,9 +202,7 @@ def test_what_is_not_a_ledger_is_an_audit_error(tmp_path: Path):
 async def test_a_ledger_the_broker_wrote_verifies(runtime):
     """Every kind of event the broker writes (submit, inspect, pending, a decision, execution,
     success) hashes as the verifier recomputes it."""
-    from helpers import eventually
-
-    from helpers import operator
+    from helpers import eventually, operator
 
     async with AsyncAgent("bot", runtime.paths.socket) as agent:
         ticket = await agent.submit(

@@ -106,6 +106,10 @@ class Runtime:
     async def _open_sockets(self) -> None:
         assert self.broker is not None and self.market is not None
         settings = self.agent_settings or agent_settings(self.paths.settings)
+        if self.passphrase is None:
+            from svc_console.config.operator_passphrase import OperatorPassphrase
+
+            self.passphrase = OperatorPassphrase(self.paths.operator_passphrase).pin()
         registry = AgentRegistry(self.paths.agent_registry)
         self.access = AgentAccess(settings, registry, sandbox=self.market.sandbox)
         # What revoked agents left undecided while the console was stopped.

@@ -6,7 +6,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from svc_console.cli import agent, approvals, audit, console, onboarding, policy, usage
+from svc_console.cli import (
+    agent,
+    agents,
+    approvals,
+    audit,
+    console,
+    onboarding,
+    operators,
+    policy,
+    usage,
+)
 from svc_console.cli.errors import CommandError
 
 
@@ -21,7 +31,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"svc-console {__version__}")
     commands = top.add_subparsers(title="commands", metavar="COMMAND")
     console.add_commands(top, commands)
-    for group in (agent, approvals, onboarding, audit, policy, usage):
+    for group in (agent, agents, approvals, operators, onboarding, audit, policy, usage):
         group.add_commands(commands)
     return top
 
@@ -35,3 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): nothing more to say
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

@@ -42,6 +42,10 @@ class Paths:
         return self.home / "operator.sock"
 
     @property
+    def operator_passphrase(self) -> Path:
+        return self.home / "operator.passphrase"
+
+    @property
     def agent_registry(self) -> Path:
         return self.home / "agents.json"
 

@@ -160,6 +160,9 @@ class ConsoleApp(App[None]):
             )
             return
         self._started = True
+        if not await self._unlocked():
+            self.exit(return_code=1, message=Text("svc-console: not unlocked; nothing decided"))
+            return
         screens = navigation.entries()
         for entry in screens:
             self.add_mode(entry.name, partial(entry.build, self.runtime))
@@ -177,6 +180,17 @@ class ConsoleApp(App[None]):
                 group="after-start",
                 exit_on_error=False,
             )
+
+    async def _unlocked(self) -> bool:
+        """The operator passphrase, once, when one is set (`tui.unlock`)."""
+        passphrase = self.runtime.passphrase
+        if passphrase is None or not passphrase.is_set():
+            return True
+        from svc_console.tui.unlock import UnlockScreen
+
+        answered: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.push_screen(UnlockScreen(passphrase), answered.set_result)
+        return await answered
 
     def _report_problems(self) -> None:
         """One notification per kind of problem found while starting, never one per line."""

@@ -41,7 +41,7 @@ from svc_console.tui.account.forms import Flow, OnboardingForm
 from svc_console.tui.bindings import Command
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.navigation import register_screen
-from svc_console.tui.widgets.banner import SandboxBanner
+from svc_console.tui.widgets.banner import service_banner
 
 COMMANDS = (
     Command("account.login", "l", "start('login')", "Sign in", "Sign in by e-mail code"),
@@ -261,8 +261,9 @@ class AccountScreen(Screen[None]):
     # -- layout -----------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        if self.market.sandbox:
-            yield SandboxBanner(self.market.base_url, id="sandbox-banner")
+        banner = service_banner(self.market, self.runtime.agent_warning)
+        if banner is not None:
+            yield banner
         yield Header(show_clock=False, icon="$")
         with VerticalScroll(id="account-body"):
             yield Static("Service", classes="account-heading", markup=False)

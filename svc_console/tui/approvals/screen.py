@@ -50,7 +50,7 @@ from svc_console.tui.request_lists import (
     parse_filter,
     with_token,
 )
-from svc_console.tui.widgets.banner import PolicyBanner, SandboxBanner
+from svc_console.tui.widgets.banner import PolicyBanner, service_banner
 from svc_console.tui.widgets.paged_table import PagedTable
 from svc_console.tui.widgets.queue import RequestQueue, endpoint_name
 
@@ -114,8 +114,9 @@ class ApprovalsScreen(Screen[None]):
     # -- layout ---------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        if self.broker.market.sandbox:
-            yield SandboxBanner(self.broker.market.base_url, id="sandbox-banner")
+        banner = service_banner(self.broker.market, self.runtime.agent_warning)
+        if banner is not None:
+            yield banner
         if hasattr(self.broker.policy, "subscribe"):  # a live SKILLS.md policy, not ManualReview
             yield PolicyBanner(self.broker.policy, id="policy-banner")
         yield Header(show_clock=False, icon="$")

@@ -60,7 +60,7 @@ from svc_console.tui.catalogue.selection import SelectedDetail
 from svc_console.tui.catalogue.tables import CatalogueTable, DatasetTable, EndpointTable
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.navigation import register_screen
-from svc_console.tui.widgets.banner import SandboxBanner
+from svc_console.tui.widgets.banner import service_banner
 
 log = logging.getLogger(__name__)
 
@@ -161,9 +161,9 @@ class CatalogueScreen(Screen[None]):
     # -- layout -----------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        market = self.runtime.market
-        if market is not None and market.sandbox:
-            yield SandboxBanner(market.base_url, id="sandbox-banner")
+        banner = service_banner(self.runtime.market, self.runtime.agent_warning)
+        if banner is not None:
+            yield banner
         yield Header(show_clock=False, icon="$")
         yield Static("", id="catalogue-sync", markup=False)
         with TabbedContent(initial=MARKET, id="catalogue-tabs"):

@@ -54,7 +54,7 @@ from svc_console.tui.policies.messages import (
 from svc_console.tui.policies.simulation import IDLE, PolicySimulation, SimulationShown
 from svc_console.tui.policies.status import DraftStatus, PolicyStatus, PolicyTabs
 from svc_console.tui.unsaved import UnsavedWork
-from svc_console.tui.widgets.banner import PolicyBanner, SandboxBanner
+from svc_console.tui.widgets.banner import PolicyBanner, service_banner
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +104,9 @@ class PoliciesScreen(Screen[None]):
     # -- layout -----------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        market = self.broker.market
-        if market.sandbox:
-            yield SandboxBanner(market.base_url, id="sandbox-banner")
+        banner = service_banner(self.broker.market, self.runtime.agent_warning)
+        if banner is not None:
+            yield banner
         if self.live is not None:
             yield PolicyBanner(self.live, id="policy-banner")
         yield Header(show_clock=False, icon="$")

@@ -47,7 +47,7 @@ from svc_console.tui.usage.dialogs import (
 )
 from svc_console.tui.usage.summary import SpendBreakdown, SpendChart, totals_text
 from svc_console.tui.usage.table import UsageTable, state_label, usdc
-from svc_console.tui.widgets.banner import SandboxBanner
+from svc_console.tui.widgets.banner import service_banner
 
 log = logging.getLogger(__name__)
 
@@ -173,9 +173,9 @@ class UsageScreen(Screen[None]):
     # -- layout -----------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        market = self.runtime.market
-        if market is not None and market.sandbox:
-            yield SandboxBanner(market.base_url, id="sandbox-banner")
+        banner = service_banner(self.runtime.market, self.runtime.agent_warning)
+        if banner is not None:
+            yield banner
         yield Header(show_clock=False, icon="$")
         yield Static("", id="usage-filters", markup=False)
         yield Static("", id="usage-totals", markup=False)

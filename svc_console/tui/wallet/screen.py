@@ -43,7 +43,7 @@ from svc_console.tui.wallet.awaiting import AwaitingFunds
 from svc_console.tui.wallet.balances import WalletBalances
 from svc_console.tui.wallet.flow import FundingFlow, Stage, required
 from svc_console.tui.wallet.funding import FundingPanel
-from svc_console.tui.widgets.banner import SandboxBanner
+from svc_console.tui.widgets.banner import service_banner
 from svc_console.tui.widgets.queue import endpoint_name
 
 log = logging.getLogger(__name__)
@@ -165,8 +165,9 @@ class WalletScreen(Screen[None]):
     # -- layout -----------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        if self.market.sandbox:
-            yield SandboxBanner(self.market.base_url, id="sandbox-banner")
+        banner = service_banner(self.market, self.runtime.agent_warning)
+        if banner is not None:
+            yield banner
         yield Header(show_clock=False, icon="$")
         with VerticalScroll(id="wallet-body"):
             yield Static("Wallet", id="wallet-heading", classes="wallet-heading", markup=False)

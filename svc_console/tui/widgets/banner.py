@@ -1,5 +1,6 @@
-"""The banners an operator must not miss: SANDBOX (the embedded sandbox is not the real market)
-and POLICY ERROR (the policy files have errors: the last valid version stays in force and
+"""The banners an operator must not miss: SANDBOX (the embedded sandbox is not the real market),
+agents of the operator's own user accepted (they can read every file the operator can), and
+POLICY ERROR (the policy files have errors: the last valid version stays in force and
 auto-approval is suspended until they are fixed)."""
 
 from __future__ import annotations
@@ -13,14 +14,38 @@ from textual.widgets import Static
 
 from svc_console.core.sanitize import inert_line
 
+SAME_USER = "⚠ agents running as your own user are accepted: they can read all your files"
+
 
 class SandboxBanner(Static):
-    """A docked, high-contrast line saying that no real money moves and where the sandbox is."""
+    """A docked, high-contrast line saying that no real money moves and where the sandbox is;
+    a second line when agents of the operator's own user are accepted."""
 
-    def __init__(self, base_url: str, *, id: str | None = None) -> None:
+    def __init__(self, base_url: str, *, same_user: bool = False, id: str | None = None) -> None:
         # The address is ours (a loopback port), but it is shown as plain text all the same.
         label = Text(f"SANDBOX · no real money moves · {inert_line(base_url, 60)}")
+        if same_user:
+            label.append(f"\n{SAME_USER}")
         super().__init__(label, id=id, markup=False)
+
+
+class SameUserBanner(Static):
+    """The same-user warning on its own, where no sandbox banner carries it (a real service
+    with `allow_same_user`)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(Text(SAME_USER), id=id, markup=False)
+
+
+def service_banner(market: Any, agent_warning: str | None) -> Static | None:
+    """The banner a screen docks at its top for the service it speaks to, if any."""
+    if market is not None and market.sandbox:
+        return SandboxBanner(
+            market.base_url, same_user=agent_warning is not None, id="sandbox-banner"
+        )
+    if agent_warning is not None:
+        return SameUserBanner(id="same-user-banner")
+    return None
 
 
 class PolicyBanner(Static):

@@ -1,0 +1,130 @@
+"""`svc-console agents add / list / rotate / revoke`: agents as identities, not names.
+
+The registry is a file the running console reads again when it changes; after a revocation the
+command also asks a running console (over the operator socket) to cancel what the agent left
+undecided, and a console started later does so at start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from svc_console.cli.errors import EXIT_USAGE, CommandError
+
+
+def add_commands(commands: Any) -> None:
+    agents = commands.add_parser(
+        "agents", help="agent identities: a token each, printed once"
+    ).add_subparsers(title="agents commands", metavar="COMMAND", required=True)
+    add = agents.add_parser("add", help="register an agent and print its token once")
+    add.add_argument("name")
+    add.add_argument(
+        "--uid", type=int, help="the user the agent runs as: recognised by that uid alone"
+    )
+    add.set_defaults(run=run_add)
+    listing = agents.add_parser("list", help="the registered agents (never their tokens)")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(run=run_list)
+    rotate = agents.add_parser("rotate", help="a new token for an agent; the old one stops")
+    rotate.add_argument("name")
+    rotate.set_defaults(run=run_rotate)
+    revoke = agents.add_parser("revoke", help="end an agent's identity; its pending requests end")
+    revoke.add_argument("name")
+    revoke.set_defaults(run=run_revoke)
+
+
+def _registry() -> Any:
+    from svc_console.config.agent_registry import AgentRegistry
+    from svc_console.config.paths import resolve_paths
+
+    return AgentRegistry(resolve_paths().agent_registry)
+
+
+def _changing(change: Any) -> Any:
+    from svc_console.config.agent_registry import RegistryError
+
+    try:
+        return change(_registry())
+    except RegistryError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+
+
+def _print_token(name: str, token: str) -> None:
+    print(token)
+    print(
+        f"the token of agent {name}, shown this once: give it to the agent as SVC_AGENT_TOKEN",
+        file=sys.stderr,
+    )
+
+
+def run_add(args: argparse.Namespace) -> int:
+    if args.uid is not None and args.uid == os.getuid():
+        raise CommandError(
+            f"uid {args.uid} is your own: every program you run would be taken for this agent."
+            " Run the agent as another user, or register it without --uid",
+            EXIT_USAGE,
+        )
+    if args.uid is not None and args.uid < 0:
+        raise CommandError("--uid must be a user id (0 or more)", EXIT_USAGE)
+    token = _changing(lambda registry: registry.add(args.name, args.uid))
+    _print_token(args.name, token)
+    return 0
+
+
+def run_rotate(args: argparse.Namespace) -> int:
+    token = _changing(lambda registry: registry.rotate(args.name))
+    _print_token(args.name, token)
+    return 0
+
+
+def run_revoke(args: argparse.Namespace) -> int:
+    _changing(lambda registry: registry.revoke(args.name))
+    print(f"agent {args.name} revoked: its token no longer works")
+    cancelled = _cancel_in_running_console()
+    if cancelled is None:
+        print("the console is not running: it cancels the agent's pending requests at start")
+    else:
+        print(f"{cancelled} pending request(s) cancelled")
+    return 0
+
+
+def _cancel_in_running_console() -> int | None:
+    """Ask a running console to cancel what revoked agents left undecided; None if none runs."""
+    from svc_console.agent import AgentError, NotConnected
+    from svc_console.cli.socket_client import connect
+
+    try:
+        with connect(None, operator=True) as console:
+            return int(console.call("agents.sync", {})["cancelled"])
+    except (CommandError, NotConnected, AgentError):
+        return None
+
+
+def run_list(args: argparse.Namespace) -> int:
+    agents = _changing(lambda registry: registry.agents())
+    rows = [
+        {
+            "name": agent.name,
+            "uid": agent.uid,
+            "state": "active" if agent.active else "revoked",
+            "created_at": agent.created_at,
+            "rotated_at": agent.rotated_at,
+            "revoked_at": agent.revoked_at,
+        }
+        for agent in agents
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no registered agents (svc-console agents add NAME)")
+    for row in rows:
+        uid = f"uid {row['uid']}" if row["uid"] is not None else "token"
+        since = datetime.fromtimestamp(row["created_at"], UTC).strftime("%Y-%m-%d %H:%M UTC")
+        print(f"{row['name']}  {row['state']}  {uid}  since {since}")
+    return 0

@@ -1,0 +1,92 @@
+"""The operator passphrase: what a same-user agent cannot read.
+
+An agent running as the operator's own user can read every file the operator can, the ledger
+and this one included, so what is kept is only a slow hash (scrypt): verifying one guess costs
+about a tenth of a second and 32 MiB, which makes guessing offline slow too. Once set, every
+decision outside the open TUI needs the passphrase, typed on a terminal.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import hmac
+import secrets
+from pathlib import Path
+
+from svc_console.core.private_files import read_private, write_private
+
+MIN_LENGTH = 8
+N, R, P = 2**15, 8, 1
+MAXMEM = 64 * 1024 * 1024
+
+
+class PassphraseFileError(Exception):
+    """The stored hash cannot be read; the message names the file and what to do."""
+
+
+def _hash(passphrase: str, salt: bytes, n: int, r: int, p: int) -> bytes:
+    return hashlib.scrypt(passphrase.encode(), salt=salt, n=n, r=r, p=p, maxmem=MAXMEM, dklen=32)
+
+
+class OperatorPassphrase:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def is_set(self) -> bool:
+        return self.path.exists()
+
+    def set(self, new: str) -> None:
+        if len(new) < MIN_LENGTH:
+            raise ValueError(f"a passphrase needs at least {MIN_LENGTH} characters")
+        salt = secrets.token_bytes(16)
+        digest = _hash(new, salt, N, R, P)
+        encoded = [base64.b64encode(part).decode() for part in (salt, digest)]
+        write_private(self.path, f"scrypt${N}${R}${P}${encoded[0]}${encoded[1]}\n")
+
+    def verify(self, candidate: str) -> bool:
+        """Whether `candidate` is the passphrase as the file holds it now; False when none is."""
+        try:
+            stored = read_private(self.path).strip()
+        except FileNotFoundError:
+            return False
+        return _matches(stored, candidate, self.path)
+
+    def pin(self) -> Pinned:
+        """The passphrase as it is now, for a console's whole run: a same-user agent that
+        deletes or rewrites the file afterwards changes nothing for the running console."""
+        try:
+            return Pinned(read_private(self.path).strip(), self.path)
+        except FileNotFoundError:
+            return Pinned(None, self.path)
+
+    def clear(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+class Pinned:
+    def __init__(self, stored: str | None, path: Path):
+        self._stored, self._path = stored, path
+
+    def is_set(self) -> bool:
+        return self._stored is not None
+
+    def verify(self, candidate: str) -> bool:
+        return self._stored is not None and _matches(self._stored, candidate, self._path)
+
+
+def _matches(stored: str, candidate: str, path: Path) -> bool:
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+        if scheme != "scrypt":
+            raise ValueError(scheme)
+        expected = base64.b64decode(digest, validate=True)
+        actual = _hash(candidate, base64.b64decode(salt, validate=True), int(n), int(r), int(p))
+    except (ValueError, TypeError) as exc:
+        raise PassphraseFileError(
+            f"{path} does not hold a passphrase hash ({type(exc).__name__}); remove it and set"
+            " the passphrase again with svc-console operators passwd"
+        ) from None
+    return hmac.compare_digest(actual, expected)

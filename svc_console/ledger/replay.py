@@ -23,6 +23,7 @@ from svc_console.ledger.readers import open_query_only
 class PastRequest:
     id: str
     agent: str
+    agent_verified: bool
     kind: str
     endpoint_id: str | None
     dataset_id: str | None
@@ -40,8 +41,9 @@ class PastRequest:
 
 
 _QUERY = """
-SELECT r.id, r.agent, r.kind, r.endpoint_id, r.dataset_id, r.inputs, r.max_usdc, r.state,
-       r.created_at, r.endpoint, r.estimate, r.verdict, d.approved, d.by, d.ceiling_usdc,
+SELECT r.id, r.agent, r.agent_verified, r.kind, r.endpoint_id, r.dataset_id, r.inputs,
+       r.max_usdc, r.state, r.created_at, r.endpoint, r.estimate, r.verdict, d.approved, d.by,
+       d.ceiling_usdc,
        (SELECT e.charged_usdc FROM executions e
          WHERE e.request_id = r.id AND e.charged_usdc IS NOT NULL ORDER BY e.id DESC LIMIT 1)
 FROM requests r
@@ -54,11 +56,12 @@ ORDER BY r.created_at, r.id
 
 def past_requests(db: sqlite_utils.Database, since: float, until: float) -> Iterator[PastRequest]:
     for row in db.execute(_QUERY, [since, until]):
-        (id_, agent, kind, endpoint_id, dataset_id, inputs, max_usdc, state, created_at) = row[:9]
-        endpoint, estimate, verdict, approved, by, ceiling, charged = row[9:]
+        (id_, agent, verified, kind, endpoint_id, dataset_id, inputs, max_usdc, state) = row[:9]
+        created_at, endpoint, estimate, verdict, approved, by, ceiling, charged = row[9:]
         yield PastRequest(
             id=id_,
             agent=agent,
+            agent_verified=bool(verified),
             kind=kind,
             endpoint_id=endpoint_id,
             dataset_id=dataset_id,

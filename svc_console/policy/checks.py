@@ -221,6 +221,8 @@ def conditions(when: When, clock: Clock) -> list[Check]:
     if when.max_usdc is not None:
         most = to_atomic(when.max_usdc)
         checks.append(lambda facts, now: facts.amount <= most)
+    if when.authenticated_agent:
+        checks.append(lambda facts, now: facts.agent_verified)
     if when.verified is not None:
         verified = when.verified
         checks.append(lambda facts, now: facts.verified is verified)

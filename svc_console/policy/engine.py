@@ -27,7 +27,7 @@ from svc_console.policy.matchers import MISSING, InputScanner
 from svc_console.policy.rules import SECRET_NAMES
 
 _COMPUTE = {"breed_agent": "svc_breed_agent", "merge_models": "merge_models"}
-_REQUIRE_KEYS = ("verified", "min_quality", "min_reliability")
+_REQUIRE_KEYS = ("verified", "min_quality", "min_reliability", "authenticated_agent")
 
 
 class Evaluation:
@@ -214,6 +214,9 @@ class CompiledPolicy:
                 where = self._source.key(("compute_tools",))
                 cites.append(Cite("deny", "compute_tools", f"{tool} is not allowed", where))
         require = self._require
+        if require is not None and require.authenticated_agent and not facts.agent_verified:
+            reason = f"agent {facts.agent} did not prove its name (it is not registered)"
+            self._cite_require("authenticated_agent", reason, cites)
         if require is not None and facts.verified is not None:
             if require.verified and not facts.verified:
                 self._cite_require("verified", "the provider is not verified", cites)

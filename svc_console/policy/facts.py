@@ -40,6 +40,7 @@ class Facts:
     reliability: float | None = None
     dynamic: bool = False
     inputs: Any = None
+    agent_verified: bool = False  # the agent proved its name (a token, or its registered uid)
 
 
 def ceiling(request: SpendRequest, estimate: Estimate | None) -> Decimal:
@@ -71,6 +72,7 @@ def facts_of(
         amount=to_atomic(ceiling(request, estimate)),
         endpoint=request.endpoint_id or request.dataset_id,
         inputs=request.inputs,
+        agent_verified=request.agent_verified,
     )
     if endpoint is not None:
         facts.endpoint = endpoint.id
@@ -117,6 +119,7 @@ def facts_of_record(record: Any) -> Facts:
     market = kind == "market_call"
     return Facts(
         agent=record.agent,
+        agent_verified=record.agent_verified,
         kind=kind,
         amount=amount,
         endpoint=endpoint.get("id") or record.endpoint_id or record.dataset_id,

@@ -192,6 +192,9 @@ class Require(Strict):
     verified: bool | None = Field(None, description="only providers the service verified")
     min_quality: Share | None = Field(None, description="lowest qualityScore, 0 to 1")
     min_reliability: Share | None = Field(None, description="lowest reliability, 0 to 1")
+    authenticated_agent: bool | None = Field(
+        None, description="only agents that proved their name (a token or a registered uid)"
+    )
 
 
 class Budget(Strict):
@@ -223,6 +226,9 @@ class Budget(Strict):
 class When(Lists):
     """The conditions of an auto-approve rule: all must hold."""
 
+    authenticated_agent: bool | None = Field(
+        None, description="true: only agents that proved their name"
+    )
     verified: bool | None = None
     min_quality: Share | None = None
     min_reliability: Share | None = None

@@ -89,6 +89,7 @@ def _requests(ledger: Ledger, count: int) -> list[PastRequest]:
             PastRequest(
                 id=row[0],
                 agent=row[1],
+                agent_verified=False,
                 kind=row[2],
                 endpoint_id=row[3],
                 dataset_id=None,

@@ -15,8 +15,8 @@ from helpers import eventually, submit
 from svc_console import cli
 from svc_console.broker.params import ApproveParams
 from svc_console.config import logs
-from svc_console.config.credentials import Credentials
 from svc_console.config.agents import AgentSettings
+from svc_console.config.credentials import Credentials
 from svc_console.config.service import service_config
 from svc_console.core.states import State
 from svc_console.runtime import Runtime

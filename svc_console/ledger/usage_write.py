@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from svc_console.core.models import Evidence
 from svc_console.core.money import to_atomic
 from svc_console.core.usage import LedgerMatch, Reconciled, UsageCharge, reconcile
 
@@ -247,7 +248,7 @@ def _ledger_matches(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, 
     marks = ",".join("?" * len(keys))
     rows = conn.execute(
         "SELECT e.idempotency_key, e.request_id, r.agent, r.provider,"
-        " json_extract(r.endpoint, '$.domain_type'), d.approved, d.by, d.ceiling_usdc"
+        " json_extract(r.endpoint, '$.domain_type'), d.approved, d.by, d.ceiling_usdc, d.evidence"
         " FROM executions e JOIN requests r ON r.id = e.request_id"
         " LEFT JOIN decisions d ON d.id = e.decision_id"
         f" WHERE e.idempotency_key IN ({marks})",
@@ -260,8 +261,15 @@ def _ledger_matches(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, 
             provider=provider,
             domain_type=domain_type,
             approved=None if approved is None else bool(approved),
-            decided_by=by,
+            decided_by=_decided_by(by, evidence),
             ceiling=ceiling,
         )
-        for key, request_id, agent, provider, domain_type, approved, by, ceiling in rows
+        for key, request_id, agent, provider, domain_type, approved, by, ceiling, evidence in rows
     }
+
+
+def _decided_by(by: str | None, evidence: str | None) -> str | None:
+    """Who decided, with the evidence the console observed when it has any."""
+    if evidence is None:
+        return by
+    return Evidence.model_validate_json(evidence).summary()

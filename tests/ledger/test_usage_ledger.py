@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-from svc_console.core.models import Decision, EndpointRecord, SpendRequest
+from svc_console.core.models import Decision, EndpointRecord, Evidence, SpendRequest
 from svc_console.core.states import State
 from svc_console.core.usage import (
     DAY_S,
@@ -59,6 +59,7 @@ def executed(
     agent: str = "research-bot",
     provider: str = "prov_search",
     domain: str = "A7",
+    evidence: Evidence | None = None,
 ) -> str:
     """A request approved with `ceiling` and executed once, as the broker records it; returns
     the execution's idempotency key."""
@@ -69,7 +70,13 @@ def executed(
     ledger.insert_request(request)
     ledger.transition(request_id, State.inspecting, at=T0)
     ledger.transition(request_id, State.pending, at=T0, endpoint=_endpoint(provider, domain))
-    decision = Decision(approved=True, by="operator", at=T0 + 1, ceiling_usdc=Decimal(ceiling))
+    decision = Decision(
+        approved=True,
+        by=evidence.channel if evidence else "operator",
+        at=T0 + 1,
+        ceiling_usdc=Decimal(ceiling),
+        evidence=evidence,
+    )
     decision_id = ledger.decide(request_id, decision, State.approved)
     key = f"{request_id}-1"
     ledger.start_execution(request_id, decision_id, 1, key, at=T0 + 2)
@@ -157,6 +164,15 @@ def test_sync_is_all_or_nothing(ledger: Ledger):
     with pytest.raises(RuntimeError):
         sync_usage(ledger, failing())
     assert U.count(ledger.db.conn, UsageFilter()) == 0
+
+
+def test_a_charge_carries_who_decided_as_the_console_observed_it(ledger: Ledger):
+    by_cli = Evidence(channel="cli", uid=1000, pid=4242, process="svc-console")
+    by_rule = Evidence(channel="policy", rule="small searches", policy_version="ab" * 32)
+    keys = [executed(ledger, "req_a", evidence=by_cli), executed(ledger, "req_b", evidence=by_rule)]
+    sync_usage(ledger, [charge("ch_1", "0.01", keys[0]), charge("ch_2", "0.01", keys[1])])
+    assert row(ledger, "ch_1").decided_by == "cli · uid 1000 · pid 4242 (svc-console)"
+    assert row(ledger, "ch_2").decided_by == "policy rule small searches · policy abababababab"
 
 
 def test_a_charge_is_joined_with_its_request_and_decision(ledger: Ledger):

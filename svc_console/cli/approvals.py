@@ -90,6 +90,9 @@ def run_deny(args: argparse.Namespace) -> int:
 
 
 def _row(request: dict[str, Any]) -> str:
+    """One request on one line: the console's facts first (id, state, price, endpoint, provider,
+    verdict), then who asked and, last, what the agent wrote, cut, so that an agent's text can
+    never sit among the console's figures."""
     from svc_console.core.sanitize import inert_line
 
     endpoint = request.get("endpoint") or {}
@@ -97,13 +100,21 @@ def _row(request: dict[str, Any]) -> str:
     price = estimate.get("amount_usdc", "?")
     if estimate.get("max_usdc") and estimate.get("max_usdc") != estimate.get("min_usdc"):
         price = f"{estimate.get('min_usdc')}-{estimate.get('max_usdc')}"
+    provider = endpoint.get("providerName") or endpoint.get("provider") or "-"
+    verified = "verified" if endpoint.get("verified") else "not verified"
+    verdict = (request.get("verdict") or {}).get("outcome", "-")
+    agent = inert_line(request["agent"], 24)
+    if not request.get("agent_verified"):
+        agent += " (unverified)"
     return "  ".join(
         [
             request["id"],
             request["state"],
-            inert_line(request["agent"], 24),
-            inert_line(endpoint.get("name") or request.get("endpoint_id") or "-", 30),
             f"{price} USDC",
-            inert_line(request["purpose"], 50),
+            inert_line(endpoint.get("name") or request.get("endpoint_id") or "-", 30),
+            f"{inert_line(provider, 30)} ({verified})",
+            f"verdict {inert_line(verdict, 12)}",
+            f"from {agent}",
+            f"| agent wrote: {inert_line(request['purpose'], 50)}",
         ]
     )

@@ -211,17 +211,20 @@ class Evidence(Model):
     rule: str | None = None
     policy_version: str | None = None  # the sha256 of the policy in force
 
-    def summary(self) -> str:
-        """One line for history and exports: "cli · uid 1000 · pid 4242 (svc-console)"."""
+    def summary(self, *, pid: bool = True) -> str:
+        """One line for history and exports: "cli · uid 1000 · pid 4242 (svc-console)"; without
+        the pid, "cli · uid 1000 (svc-console)"."""
         if self.channel == "policy":
             version = f" · policy {self.policy_version[:12]}" if self.policy_version else ""
             return f"policy rule {self.rule or '?'}{version}"
         parts = [self.channel]
         if self.uid is not None:
             parts.append(f"uid {self.uid}")
-        if self.pid is not None:
-            parts.append(f"pid {self.pid}" + (f" ({self.process})" if self.process else ""))
-        return " · ".join(parts)
+        process = f" ({self.process})" if self.process else ""
+        if pid and self.pid is not None:
+            parts.append(f"pid {self.pid}{process}")
+            process = ""
+        return " · ".join(parts) + process
 
 
 class Submitter(Model):

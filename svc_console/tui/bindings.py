@@ -117,6 +117,13 @@ REGISTRY: dict[str, tuple[Command, ...]] = {
             "Deny the selected request, with a reason the agent will see",
         ),
         Command(
+            "approvals.agent_words",
+            "v",
+            "toggle_agent_words",
+            "All text",
+            "Show all of what the agent wrote, or only its first lines",
+        ),
+        Command(
             "approvals.filter",
             "slash",
             "focus_filter",

@@ -39,12 +39,16 @@ MAX_REASON = _max_length(DenyParams, "reason")
 
 
 def _summary(request: SpendRequest) -> Text:
-    return Text.assemble(
-        (endpoint_name(request, 40), "bold"),
-        " for ",
-        (inert_line(request.agent, 40), "bold"),
-        f"  ({request.id})",
-    )
+    """What is being decided, in the console's own facts only (the catalogue's endpoint and
+    provider, the estimate's chain): nothing an agent wrote reaches a decision's dialog."""
+    summary = Text.assemble((endpoint_name(request, 40), "bold"), f"  ({request.id})")
+    endpoint, estimate = request.endpoint, request.estimate
+    if endpoint is not None:
+        verified = "verified" if endpoint.verified else "not verified"
+        summary.append(f"\nfrom {inert_line(endpoint.provider_name, 40)} ({verified})")
+    if estimate is not None:
+        summary.append(f", paid on {inert_line(estimate.chain, 20)}")
+    return summary
 
 
 class _DecisionModal(ModalScreen[ResultType]):

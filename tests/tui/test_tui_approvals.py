@@ -39,7 +39,7 @@ from svc_console.ledger.request_windows import RequestQuery
 from svc_console.runtime import Runtime
 from svc_console.tui import present
 from svc_console.tui.app import ConsoleApp
-from svc_console.tui.approvals.detail import render
+from svc_console.tui.approvals.detail import RequestDetail, render
 from svc_console.tui.approvals.history import HistoryTable
 from svc_console.tui.approvals.screen import ApprovalsScreen
 from svc_console.tui.colors import Palette
@@ -300,7 +300,8 @@ async def test_typed_confirmation(console: Callable[..., ConsoleApp]):
             ticket = await agent.submit(**SEARCH)
             request_id = ticket["request_id"]
             await rows(pilot, 1)
-            await until(pilot, lambda: "type 0.01 to confirm" in screen_text(app))
+            detail = app.screen.query_one(RequestDetail)
+            await until(pilot, lambda: "type 0.01 to confirm" in " ".join(detail.text.split()))
 
             await pilot.press("a")
             assert isinstance(app.screen, ConfirmAmountModal)
@@ -533,11 +534,19 @@ async def test_history_tab_shows_outcomes_and_charges(console: Callable[..., Con
         assert list(history(app).requests) == [second, first]  # newest first
         text = screen_text(app)
         assert "succeeded" in text and "denied" in text and "History 2" in text
-        # The detail of the selected (denied) request names the decision and its reason.
-        assert "too broad" in text and "Decision" in text
+        # The detail of the selected (denied) request names the decision, who made it and why.
+        detail = app.screen.query_one(RequestDetail).text
+        assert (
+            "too broad" in detail
+            and "Decision" in detail
+            and "by        tui · uid" in detail
+            and "pid" not in detail
+        )
 
         await pilot.press("j")
-        await until(pilot, lambda: "charged   0.01 USDC" in screen_text(app))
+        await until(
+            pilot, lambda: "charged   0.01 USDC" in app.screen.query_one(RequestDetail).text
+        )
         # Approving and denying belong to the pending tab: the keys do nothing here.
         await pilot.press("a", "d")
         assert isinstance(app.screen, ApprovalsScreen)

@@ -19,6 +19,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
+from svc_console.broker.decisions import approval_ceiling
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert, inert_line
@@ -68,6 +69,22 @@ class Fields:
                 yield Segment.line()
 
 
+class Framed:
+    """Lines of an agent's text, each behind the frame's bar, wrapped lines included, so no line
+    of it ever starts where the console's own lines do."""
+
+    def __init__(self, bar: Text, lines: list[Text]) -> None:
+        self.bar, self.lines = bar, lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(1, options.max_width - self.bar.cell_len)
+        for line in self.lines:
+            for part in line.wrap(console, width):
+                yield from self.bar.render(console)
+                yield from part.render(console)
+                yield Segment.line()
+
+
 class Sections:
     """The detail being built: headed sections of text blocks and label/value rows."""
 
@@ -89,9 +106,13 @@ class Sections:
             value if isinstance(value, Text) else Text(value),
         )
 
-    def block(self, text: Text) -> None:
+    def block(self, text: RenderableType) -> None:
         self.parts.append(text)
         self.rows = None
+
+
+PURPOSE_LINES = 6  # agent text shown before "press v", so it can never fill the pane
+INPUTS_LINES = 10
 
 
 def render(
@@ -99,17 +120,22 @@ def render(
     colours: Palette,
     confirm: Decimal | None = None,
     now: float | None = None,
+    *,
+    expanded: bool = False,
 ) -> Group:
-    """The whole detail as one renderable: headed sections, each a grid of label and value so a
-    long value wraps under itself rather than under its label."""
+    """The whole detail as one renderable. The console's own facts come first, always in the same
+    place (invariant 9): what approving lets be spent, on what, from whom, the verdict and the
+    risks, then the decision and outcome once there are some. What the agent wrote comes after
+    them, framed and labelled as its words, bounded in height unless `expanded`, with its line
+    breaks drawn, so no text of an agent's can pass for the console's or push the console's facts
+    out of view; the console's details (price, verdict, risks, provider) follow it."""
     out = Sections(colours)
-    _head(out, request)
+    _facts(out, request, confirm)
     _decision(out, request, now)
-    _price(out, request, confirm)
+    _agent_words(out, request, expanded)
+    _price(out, request)
     _verdict(out, request)
     _risks(out, request)
-    out.heading("Planned inputs")
-    out.block(Text(inputs_json(request.inputs)))
     _provider(out, request)
     if request.reason:
         out.heading("Note")
@@ -120,9 +146,9 @@ def render(
     return Group(*out.parts)
 
 
-def _head(out: Sections, request: SpendRequest) -> None:
-    """The endpoint, the request's id, state and agent, and its purpose."""
-    endpoint, colours = request.endpoint, out.colours
+def _facts(out: Sections, request: SpendRequest, confirm: Decimal | None) -> None:
+    """The fixed block at the top: the console's figures and findings, one short line each."""
+    endpoint, colours, estimate = request.endpoint, out.colours, request.estimate
     title = Text()
     title.append(
         inert_line(endpoint.name, 60) if endpoint else inert_line(request.endpoint_id or "?"),
@@ -130,14 +156,77 @@ def _head(out: Sections, request: SpendRequest) -> None:
     )
     title.append(f"  {inert_line(request.endpoint_id or request.dataset_id or '', 60)}", "dim")
     out.block(title)
-    out.block(
-        Text.assemble(
-            (f"{request.id} · {request.state} · from ", colours.label),
-            (inert_line(request.agent, 64), "bold"),
+    if estimate is None:
+        cost = Text("not priced yet", style=colours.label)
+    else:
+        ceiling = approval_ceiling(request, estimate)
+        cost = Text.assemble(
+            (f"{present.price(estimate)} USDC", "bold"),
+            f" · approving allows up to {format_usdc(ceiling)} USDC",
         )
-    )
-    out.heading("Purpose")
-    out.block(Text(inert(request.purpose, MAX_PURPOSE_CHARS)))
+        if confirm is not None:
+            cost.append(f" · type {format_usdc(confirm)} to confirm", style=colours.warn)
+    out.field("cost", cost)
+    if endpoint is not None:
+        verified = (
+            Text("verified", style=colours.good)
+            if endpoint.verified
+            else Text("not verified", style=colours.warn)
+        )
+        out.field(
+            "provider", Text.assemble(inert_line(endpoint.provider_name, 50), " · ", verified)
+        )
+    if estimate is not None:
+        out.field(
+            "pays on", f"{inert_line(estimate.chain, 20)} · {inert_line(estimate.protocol, 10)}"
+        )
+    out.field("verdict", present.verdict(request, long=True) if request.verdict else "none yet")
+    out.field("risks", _risk_summary(request, colours))
+    who = Text.assemble((inert_line(request.agent, 64), "bold"))
+    if not request.agent_verified:
+        who.append(" (unverified name)", style=colours.warn)
+    out.field("agent", Text.assemble(who, (f" · {request.id} · {request.state}", colours.label)))
+
+
+def _risk_summary(request: SpendRequest, colours: Palette) -> Text:
+    if not request.risk:
+        return Text("none found", style=colours.label)
+    summary = Text()
+    for index, flag in enumerate(present.by_severity(request.risk)):
+        if index:
+            summary.append(", ")
+        summary.append(flag.severity.value.upper(), style=colours.severity(flag.severity))
+        summary.append(f" {inert_line(flag.code, 24)}")
+    return summary
+
+
+def _agent_words(out: Sections, request: SpendRequest, expanded: bool) -> None:
+    """The agent's purpose, inputs and key inside a frame: a bar on every line, each of its line
+    breaks drawn, at most a few lines of each until the operator asks for all."""
+    colours = out.colours
+    out.heading("What the agent wrote (its words, not the console's)")
+    framed: list[Text] = []
+    hidden = 0
+    for label, text, most in (
+        ("purpose", inert(request.purpose, MAX_PURPOSE_CHARS), PURPOSE_LINES),
+        ("inputs", inputs_json(request.inputs), INPUTS_LINES),
+    ):
+        lines = text.split("\n")
+        shown = lines if expanded else lines[:most]
+        hidden += len(lines) - len(shown)
+        framed.append(Text(label, style=colours.label))
+        for index, line in enumerate(shown):
+            end = ("↵", "dim") if index < len(lines) - 1 else ""
+            framed.append(Text.assemble(line or ("·", "dim"), end))
+    if request.idempotency_key:
+        framed.append(
+            Text.assemble(("key ", colours.label), inert_line(request.idempotency_key, 80))
+        )
+    out.block(Framed(Text("┃ ", style=colours.label), framed))
+    if hidden:
+        out.block(
+            Text(f"… {hidden} more line(s) of the agent's: press v to show all", style=colours.warn)
+        )
 
 
 def _decision(out: Sections, request: SpendRequest, now: float | None) -> None:
@@ -149,6 +238,9 @@ def _decision(out: Sections, request: SpendRequest, now: float | None) -> None:
         verb = "approved" if decision.approved else "denied"
         when = f" {present.duration(now - decision.at)} ago" if now is not None else ""
         field(verb, Text.assemble((inert_line(decision.by, 60), "bold"), when))
+        if decision.evidence is not None:
+            # The pid is in the ledger and the exports; the screen names the user and program.
+            field("by", inert_line(decision.evidence.summary(pid=False), 120))
         if decision.ceiling_usdc is not None:
             field("ceiling", f"{format_usdc(decision.ceiling_usdc)} USDC")
         if decision.note:
@@ -167,7 +259,7 @@ def _decision(out: Sections, request: SpendRequest, now: float | None) -> None:
             field("response", f"{outcome.status} · {inert_line(outcome.content_type, 60)}")
 
 
-def _price(out: Sections, request: SpendRequest, confirm: Decimal | None) -> None:
+def _price(out: Sections, request: SpendRequest) -> None:
     field = out.field
     out.heading("Price")
     estimate = request.estimate
@@ -185,8 +277,6 @@ def _price(out: Sections, request: SpendRequest, confirm: Decimal | None) -> Non
         field("protocol", inert_line(estimate.protocol, 10))
     if request.max_usdc is not None:
         field("agent max", f"{format_usdc(request.max_usdc)} USDC")
-    if confirm is not None:
-        field("approve", Text(f"type {format_usdc(confirm)} to confirm", style=out.colours.warn))
 
 
 def _verdict(out: Sections, request: SpendRequest) -> None:
@@ -271,6 +361,9 @@ class RequestDetail(ScrollView):
         self._lines: list[Strip] = []
         self._width = 0
         self._line_style: Style | None = None
+        # All of the agent's words, or the first few lines of each (the default for every
+        # request: expanding one does not expand the next).
+        self.expanded = False
 
     def show(
         self,
@@ -280,10 +373,12 @@ class RequestDetail(ScrollView):
         now: float | None = None,
     ) -> None:
         new_id = request.id if request else None
+        if new_id != self.shown_id:
+            self.expanded = False
         if request is None:
             self._content = Text("Select a request to see its detail.", style=colours.label)
         else:
-            self._content = render(request, colours, confirm, now)
+            self._content = render(request, colours, confirm, now, expanded=self.expanded)
         # Another request starts at its top, not where the previous one was scrolled to.
         self._draw(keep_scroll=new_id == self.shown_id)
         self.shown_id = new_id

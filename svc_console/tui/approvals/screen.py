@@ -364,6 +364,11 @@ class ApprovalsScreen(Screen[None]):
         self.set_class(bool(event.value), "-filtering")
         self.table.focus()
 
+    def action_toggle_agent_words(self) -> None:
+        detail = self.query_one(RequestDetail)
+        detail.expanded = not detail.expanded
+        self._show_selected()
+
     def action_cursor_down(self) -> None:
         self.table.action_cursor_down()
 

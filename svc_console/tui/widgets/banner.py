@@ -18,14 +18,17 @@ SAME_USER = "⚠ agents running as your own user are accepted: they can read all
 
 
 class SandboxBanner(Static):
-    """A docked, high-contrast line saying that no real money moves and where the sandbox is;
-    a second line when agents of the operator's own user are accepted."""
+    """A docked, high-contrast line saying that no real money moves and where the sandbox is,
+    and, when agents of the operator's own user are accepted (always, in open enrolment), that
+    too: one line, the address last, so a narrow terminal cuts the address, not the warning."""
 
     def __init__(self, base_url: str, *, same_user: bool = False, id: str | None = None) -> None:
         # The address is ours (a loopback port), but it is shown as plain text all the same.
-        label = Text(f"SANDBOX · no real money moves · {inert_line(base_url, 60)}")
+        parts = ["SANDBOX · no real money moves"]
         if same_user:
-            label.append(f"\n{SAME_USER}")
+            parts.append("⚠ agents of your own user accepted")
+        parts.append(inert_line(base_url, 60))
+        label = Text(" · ".join(parts), no_wrap=True, overflow="ellipsis")
         super().__init__(label, id=id, markup=False)
 
 

@@ -22,6 +22,7 @@ from svc_console.broker.socket_server import ApprovalSocket
 from svc_console.config.agent_registry import AgentRegistry
 from svc_console.config.agents import AgentSettings, agent_settings
 from svc_console.config.credentials import Credentials
+from svc_console.config.errors import SettingsError
 from svc_console.config.paths import Paths
 from svc_console.config.service import ServiceConfig
 from svc_console.core.money import format_usdc
@@ -105,7 +106,7 @@ class Runtime:
 
     async def _open_sockets(self) -> None:
         assert self.broker is not None and self.market is not None
-        settings = self.agent_settings or agent_settings(self.paths.settings)
+        settings = self.agent_settings or self._read_agent_settings()
         if self.passphrase is None:
             from svc_console.config.operator_passphrase import OperatorPassphrase
 
@@ -132,6 +133,16 @@ class Runtime:
             home=self.paths.home,
         )
         await self.socket.start()
+
+    def _read_agent_settings(self) -> AgentSettings:
+        """settings.toml's `[agents]`; when the file cannot be read, the narrowest rules (the
+        socket owner-only, enrolment by service), never wider ones. The CLI refuses such a file
+        before it gets here; the TUI reports it."""
+        try:
+            return agent_settings(self.paths.settings)
+        except SettingsError as exc:
+            log.warning("agents' settings not applied: %s", exc)
+            return AgentSettings()
 
     @property
     def agent_warning(self) -> str | None:

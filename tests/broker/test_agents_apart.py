@@ -249,6 +249,8 @@ async def test_with_a_passphrase_a_decision_without_it_is_refused_and_recorded(s
         approved = await line.call(
             "approvals.approve", {"request_id": request_id, "passphrase": "correct horse battery"}
         )
+        history = await line.call("approvals.list", {"view": "history"})
+    assert history[0]["decision"]["evidence"] == approved["decision"]["evidence"]
     assert approved["decision"]["evidence"]["channel"] == "cli"
     assert approved["decision"]["evidence"]["pid"] == os.getpid()
     refusals = [

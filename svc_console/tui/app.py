@@ -160,9 +160,24 @@ class ConsoleApp(App[None]):
             )
             return
         self._started = True
-        if not await self._unlocked():
-            self.exit(return_code=1, message=Text("svc-console: not unlocked; nothing decided"))
+        passphrase = self.runtime.passphrase
+        if passphrase is not None and passphrase.is_set():
+            # Asked once, here; the start goes on from the answer (the start task itself does
+            # not wait for it, so quitting meanwhile stops the runtime at once).
+            from svc_console.tui.unlock import UnlockScreen
+
+            self.push_screen(UnlockScreen(passphrase), self._unlock_answered)
             return
+        await self._open()
+
+    async def _unlock_answered(self, unlocked: bool | None) -> None:
+        if unlocked:
+            await self._open()
+        else:
+            self.exit(return_code=1, message=Text("svc-console: not unlocked; nothing decided"))
+
+    async def _open(self) -> None:
+        """The screens, once the runtime runs (and the operator unlocked it, where asked)."""
         screens = navigation.entries()
         for entry in screens:
             self.add_mode(entry.name, partial(entry.build, self.runtime))
@@ -180,17 +195,6 @@ class ConsoleApp(App[None]):
                 group="after-start",
                 exit_on_error=False,
             )
-
-    async def _unlocked(self) -> bool:
-        """The operator passphrase, once, when one is set (`tui.unlock`)."""
-        passphrase = self.runtime.passphrase
-        if passphrase is None or not passphrase.is_set():
-            return True
-        from svc_console.tui.unlock import UnlockScreen
-
-        answered: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self.push_screen(UnlockScreen(passphrase), answered.set_result)
-        return await answered
 
     def _report_problems(self) -> None:
         """One notification per kind of problem found while starting, never one per line."""

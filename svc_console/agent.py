@@ -21,6 +21,7 @@ left out: the token says who the agent is).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -148,7 +149,10 @@ class Agent:
         request_id = next(self._ids)
         self._sock.settimeout(timeout_s or self._timeout)
         try:
-            self._sock.sendall(_encode(request_id, method, params))
+            # The console may have refused the connection and closed it before this line went
+            # out: its refusal, if it sent one, is still there to read.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self._sock.sendall(_encode(request_id, method, params))
             while True:
                 reply = json.loads(self._read_line())
                 if reply.get("id") in (request_id, None):
@@ -295,8 +299,13 @@ class AsyncAgent:
             self._writer.write(line)
             await self._writer.drain()
         except OSError as exc:
-            self._replies.pop(request_id, None)
-            raise NotConnected(f"lost the connection to svc-console: {exc}") from None
+            # The console may have refused the connection and closed it first: the reader hands
+            # its refusal to the calls still waiting once it sees the end, this one included.
+            if self._reader_task is not None:
+                await asyncio.wait([self._reader_task], timeout=5)
+            if not future.done():
+                self._replies.pop(request_id, None)
+                raise NotConnected(f"lost the connection to svc-console: {exc}") from None
         return _result(await future)
 
     async def submit(

@@ -45,7 +45,9 @@ async def submit(pilot: Pilot[Any], app: ConsoleApp, purpose: str) -> str:
     async with AsyncAgent("video-bot", app.runtime.paths.socket) as agent:
         request_id = (await agent.submit(**VIDEO, purpose=purpose))["request_id"]
     await rows(pilot, 1)
-    await until(pilot, lambda: app.screen.query_one(RequestDetail).shown_id == request_id)
+    detail = app.screen.query_one(RequestDetail)
+    # Drawn once the request is pending: priced, with its provider and verdict.
+    await until(pilot, lambda: detail.shown_id == request_id and "ask the operator" in detail.text)
     return request_id
 
 

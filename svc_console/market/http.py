@@ -49,6 +49,18 @@ def timeout(total_s: float = 30.0) -> httpx.Timeout:
     return httpx.Timeout(total_s, connect=5.0)
 
 
+# An idle connection is let go well before common servers close theirs (uvicorn after 5 s; httpx
+# would keep it 5 s too): a paying request sent on a connection the server closed under it cannot
+# be known unsent, so it would end `unknown` instead of being paid.
+KEEPALIVE_S = 2.0
+
+
+def limits() -> httpx.Limits:
+    return httpx.Limits(
+        max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_S
+    )
+
+
 def _slots(client: httpx.AsyncClient) -> asyncio.Semaphore:
     slots = _in_flight.get(client)
     if slots is None:

@@ -248,7 +248,10 @@ class McpClient:
         secret = credential.get_secret_value() if isinstance(credential, SecretStr) else credential
         self._credential = SecretStr(secret or "")
         self._client = httpx.AsyncClient(
-            verify=http.tls(), timeout=http.timeout(timeout_s), transport=transport
+            verify=http.tls(),
+            timeout=http.timeout(timeout_s),
+            limits=http.limits(),
+            transport=transport,
         )
         self._ids = itertools.count(1)
         self._session_id: str | None = None

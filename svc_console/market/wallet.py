@@ -36,6 +36,7 @@ class WalletClient:
             base_url=api_base,
             headers={"Authorization": f"Bearer {api_token}"},
             timeout=http.timeout(timeout_s),
+            limits=http.limits(),
             transport=transport,
         )
 

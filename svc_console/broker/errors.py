@@ -56,6 +56,12 @@ class Busy(BrokerError):
     code, reason = -32006, "busy"
 
 
+class IdempotencyConflict(BrokerError):
+    """A key used again with other parameters: `data.fields` names those that differ."""
+
+    code, reason = -32009, "idempotency_conflict"
+
+
 class PassphraseRequired(NotAuthorised):
     """A decision over the operator socket without the operator passphrase, or with a wrong one.
     A kind of `not_authorised`, with its own reason so the CLI knows to ask for it."""

@@ -45,6 +45,22 @@ class BrokerConfig:
     expiry_tick_s: float = 0.2
 
 
+# What a request is: the same idempotency key must come with the same of each (as Stripe does).
+_IDENTIFYING = ("kind", "endpoint_id", "dataset_id", "inputs", "purpose", "max_usdc")
+
+
+def _same_request(existing: SpendRequest, params: SubmitParams) -> None:
+    """Refuse a reused idempotency key whose parameters differ, naming the fields that do."""
+    differing = [f for f in _IDENTIFYING if getattr(existing, f) != getattr(params, f)]
+    if differing:
+        raise errors.IdempotencyConflict(
+            f"idempotency key {params.idempotency_key} was used for request {existing.id} with"
+            f" other {', '.join(differing)}",
+            request_id=existing.id,
+            fields=differing,
+        )
+
+
 def new_request_id() -> str:
     return f"req_{secrets.token_hex(6)}"
 
@@ -127,6 +143,7 @@ class Broker:
                     raise errors.InvalidParams(
                         "this idempotency key was used by another agent of that name"
                     )
+                _same_request(existing, params)
                 return existing
         now = self.clock()
         request = SpendRequest(

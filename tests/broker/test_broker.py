@@ -352,3 +352,23 @@ async def test_funding_retry_happens_once_within_the_same_approval(runtime, sand
     )
     assert "still unfunded on the retry" in failed.reason
     assert sandbox.state.executions_count() == 1
+
+
+async def test_a_reused_idempotency_key_with_other_parameters_is_a_conflict(runtime):
+    async with AsyncAgent("bot", runtime.paths.socket) as agent:
+        first = await agent.submit(**SEARCH, purpose="p", idempotency_key="K")
+        again = await agent.submit(**SEARCH, purpose="p", idempotency_key="K")
+        assert again["request_id"] == first["request_id"]
+        with pytest.raises(AgentError) as conflict:
+            await agent.submit(
+                endpoint_id="ep_scrape_page",
+                inputs={"url": "https://example.com"},
+                purpose="p",
+                max_usdc="5",
+                idempotency_key="K",
+            )
+    assert conflict.value.reason == "idempotency_conflict"
+    assert conflict.value.data["fields"] == ["endpoint_id", "inputs", "max_usdc"]
+    assert conflict.value.data["request_id"] == first["request_id"]
+    count = runtime.ledger.db.execute("SELECT count(*) FROM requests").fetchone()[0]
+    assert count == 1

@@ -20,7 +20,7 @@ from svc_console.broker.params import ApproveParams, DenyParams
 from svc_console.core.models import Decision, Estimate, Evidence, SpendRequest, Verdict
 from svc_console.core.money import format_usdc
 from svc_console.core.states import State
-from svc_console.ledger import Ledger
+from svc_console.ledger import Ledger, PastLifetime
 from svc_console.policy import PolicyEngine
 
 log = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ class Decisions:
             note=params.note,
             evidence=decider.evidence(),
         )
-        self.ledger.decide(request.id, decision, State.approved)
+        self._commit(request, decision, State.approved)
         log.info(
             "%s approved by %s up to %s USDC", request.id, decider.channel, decision.ceiling_usdc
         )
@@ -150,6 +150,14 @@ class Decisions:
             note=params.reason,
             evidence=decider.evidence(),
         )
-        self.ledger.decide(request.id, decision, State.denied)
+        self._commit(request, decision, State.denied)
         log.info("%s denied by %s", request.id, decider.channel)
         return decision
+
+    def _commit(self, request: SpendRequest, decision: Decision, target: State) -> None:
+        try:
+            self.ledger.decide(request.id, decision, target)
+        except PastLifetime:
+            raise errors.WrongState(
+                f"request {request.id} ran out of time before this decision; nothing was decided"
+            ) from None

@@ -1,5 +1,5 @@
 """The SQLite ledger: every request, decision and execution, and a hash-chained event log."""
 
-from svc_console.ledger.store import Ledger, LedgerLocked
+from svc_console.ledger.store import Ledger, LedgerLocked, PastLifetime
 
-__all__ = ["Ledger", "LedgerLocked"]
+__all__ = ["Ledger", "LedgerLocked", "PastLifetime"]

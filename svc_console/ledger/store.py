@@ -39,6 +39,10 @@ class LedgerLocked(Exception):
     """Another broker already holds this ledger."""
 
 
+class PastLifetime(Exception):
+    """An operator's decision that came after the request's lifetime ran out."""
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
@@ -233,6 +237,13 @@ class Ledger:
         `budget_rule`, the auto-approve rule that made it)."""
         with self._committing():
             check_transition(self._state(request_id), target)
+            if target in (State.approved, State.denied):
+                # In the decision's own transaction: the expiry sweep may not have run yet.
+                row = self.db.execute(
+                    "SELECT expires_at FROM requests WHERE id = ?", [request_id]
+                ).fetchone()
+                if row[0] is not None and decision.at >= row[0]:
+                    raise PastLifetime(request_id)
             decision_id = rows.insert(
                 self.db,
                 "decisions",

@@ -372,3 +372,27 @@ async def test_a_reused_idempotency_key_with_other_parameters_is_a_conflict(runt
     assert conflict.value.data["request_id"] == first["request_id"]
     count = runtime.ledger.db.execute("SELECT count(*) FROM requests").fetchone()[0]
     assert count == 1
+
+
+async def test_a_decision_after_the_lifetime_is_refused_even_before_the_sweep(make_runtime, clock):
+    from svc_console.broker.errors import WrongState
+
+    runtime = make_runtime(clock=clock, pending_ttl_s=60.0, expiry_tick_s=3600.0)
+    await runtime.start()
+    try:
+        ticket = await submit(runtime)
+        await eventually(lambda: runtime.broker.get(ticket["request_id"]).state == State.pending)
+        clock.advance(60.0)  # exactly at expires_at: no longer decidable
+        for decide in (
+            runtime.broker.approve(ApproveParams(request_id=ticket["request_id"])),
+            runtime.broker.deny(DenyParams(request_id=ticket["request_id"], reason="late")),
+        ):
+            with pytest.raises(WrongState, match="ran out of time"):
+                await decide
+        request = runtime.broker.get(ticket["request_id"])
+        assert request.state == State.pending and request.decision is None
+        assert (
+            runtime.ledger.db.execute("SELECT count(*) FROM budget_reservations").fetchone()[0] == 0
+        )
+    finally:
+        await runtime.stop()

@@ -109,6 +109,10 @@ class Methods:
             answer["enrolment"] = self._access().enrolment
         else:
             answer["passphrase_required"] = self._passphrase_set()
+        status = getattr(self.broker.policy, "status", None)
+        if status is not None:
+            # A broken policy fails closed; whoever speaks to the console hears so at once.
+            answer["policy"] = {"state": status.state, "message": status.message}
         return answer
 
     # -- agents -------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from svc_console.cli.errors import EXIT_USAGE, CommandError
@@ -35,6 +36,9 @@ def add_commands(commands: Any) -> None:
 def run_list(args: argparse.Namespace) -> int:
     view = "history" if args.history else "pending"
     with connect(None, operator=True) as agent:
+        problem = (agent.hello_info.get("policy") or {}).get("message")
+        if problem:
+            print(f"svc-console: {problem}", file=sys.stderr)
         requests = call(lambda: agent.call("approvals.list", {"view": view, "limit": args.limit}))
     if args.json:
         print(json.dumps(requests, indent=2))

@@ -110,6 +110,7 @@ def run_serve(args: argparse.Namespace) -> int:
         where = f"the sandbox at {market.base_url}" if market.sandbox else market.base_url
         print(f"svc-console: broker on {runtime.paths.socket}, speaking to {where}", flush=True)
         print(f"svc-console: operator socket {runtime.paths.operator_socket}", flush=True)
+        _tell_policy_errors(runtime.policy)
         if runtime.agent_warning:
             print(f"svc-console: warning: {runtime.agent_warning}", file=sys.stderr, flush=True)
         stop = asyncio.Event()
@@ -123,6 +124,25 @@ def run_serve(args: argparse.Namespace) -> int:
 
     asyncio.run(serve())
     return 0
+
+
+def _tell_policy_errors(policy: Any) -> None:
+    """Headless, a broken policy is said on stderr at start and at every change, not only in the
+    log: it fails closed (auto-approval suspended) and the operator must know."""
+    if policy is None:
+        return
+
+    def tell(status: Any) -> None:
+        if status.message:
+            print(f"svc-console: {status.message}", file=sys.stderr, flush=True)
+        elif status.state == "active":
+            print(
+                "svc-console: the policy is valid again and in force", file=sys.stderr, flush=True
+            )
+
+    if policy.status.message:
+        tell(policy.status)
+    policy.subscribe(tell)
 
 
 def run_sandbox(args: argparse.Namespace) -> int:

@@ -282,3 +282,31 @@ def test_an_agent_cannot_approve_its_own_request_through_the_cli(served):
     assert refused["evidence"]["channel"] == "cli" and refused["evidence"]["pid"] > 0
     # The operator, in a process tree of their own, still decides it.
     assert run("approvals", "deny", request_id, "--reason", "no").returncode == 0
+
+
+def test_serve_says_a_broken_policy_on_stderr_and_approvals_list_repeats_it(home: Path):
+    policy = home / "SKILLS.md"
+    home.mkdir(parents=True, exist_ok=True)
+    policy.write_text("```policy\nauto_approve: [{name: x, when: {max_usdc: lots}}]\n```\n")
+    server = subprocess.Popen(
+        [*CLI, "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert "broker on" in server.stdout.readline()
+        said = ""
+        while "POLICY ERROR" not in said:  # each line as serve writes it
+            line = server.stderr.readline()
+            assert line, said
+            said += line
+        assert "SKILLS.md:2" in said and "auto-approval suspended" in said
+        listing = run("approvals", "list")
+        assert listing.returncode == 0 and "POLICY ERROR" in listing.stderr
+        policy.write_text("```policy\nper_call_max_usdc: 1\n```\n")
+        while "valid again" not in said:
+            line = server.stderr.readline()
+            assert line, said
+            said += line
+        assert "POLICY ERROR" not in run("approvals", "list").stderr
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

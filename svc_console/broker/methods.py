@@ -121,7 +121,7 @@ class Methods:
         submission = SubmitParams.model_validate(params)
         identity = self._identity(caller, submission.agent)
         # Before the broker records anything.
-        refuse_secrets(submission, [self.broker.market.payer_key or ""])
+        refuse_secrets(submission, self.broker.market.secrets)
         request = await self.broker.submit(
             submission.model_copy(update={"agent": identity.name}),
             verified=identity.verified,

@@ -25,19 +25,25 @@ from svc_console.core import secrets_scan
 
 log = logging.getLogger(__name__)
 
-# The free text of a submission that the ledger records with the request. Not the idempotency
-# key: a hex digest is a common key and would pass for an EVM private key.
-SCANNED = ("inputs", "purpose", "endpoint_id", "dataset_id")
+# Every field of a submission the ledger records. The idempotency key too: a hex digest is a
+# common key and passes for what it is, but not one of the console's own secrets.
+SCANNED = ("inputs", "purpose", "endpoint_id", "dataset_id", "idempotency_key", "agent")
 
 
 # Kinds no ordinary value takes: refused wherever they appear.
 REFUSED_KINDS = ("api_key", "bearer_token")
+# Every agent token starts so (config/agent_registry.py): no agent sends one upstream.
+AGENT_TOKEN_MARK = "svcagent_"
+# A secret shorter than this is not looked for inside text: it would match by chance.
+MIN_KNOWN = 16
 
 
-def refuse_secrets(params: SubmitParams, own_keys: Collection[str] = ()) -> None:
-    """Raise `SecretInParams` if a scanned field holds an sk_live_ key, a bearer token or one of
-    `own_keys` (the console's wallet keys, with or without 0x, in any case)."""
-    own = [key.lower().removeprefix("0x") for key in own_keys if key]
+def refuse_secrets(params: SubmitParams, own_secrets: Collection[str] = ()) -> None:
+    """Raise `SecretInParams` if a field holds an sk_live_ key, a bearer token, an agent token or
+    one of `own_secrets` (the console's API key, wallet token and wallet keys; keys with or
+    without 0x, in any case)."""
+    own = [key.lower().removeprefix("0x") for key in own_secrets if len(key or "") >= MIN_KNOWN]
+    own.append(AGENT_TOKEN_MARK)
     for name in SCANNED:
         value = getattr(params, name)
         found = secrets_scan.first_secret(value, name, kinds=REFUSED_KINDS, known=own)

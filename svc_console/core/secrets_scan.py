@@ -29,8 +29,9 @@ PATTERNS: dict[str, tuple[re.Pattern[str], str]] = {
     ),
 }
 SECRET_KINDS = frozenset({"evm_private_key", "solana_private_key", "api_key", "bearer_token"})
-# The kind of a string holding one of the console's own wallet keys (not a pattern: a known value).
-OWN_KEY = "own_wallet_key"
+# The kind of a string holding one of the console's own secrets (its API key, wallet token or
+# wallet keys; an agent's token): not a pattern, a known value.
+OWN_KEY = "own_secret"
 
 
 def walk_strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
@@ -108,7 +109,7 @@ def first_secret(
 
 def describe(kind: str) -> str:
     """What a string of `kind` looks like, for a message ("looks like a bearer token")."""
-    return "holds this console's own wallet key" if kind == OWN_KEY else PATTERNS[kind][1]
+    return "holds one of this console's own secrets" if kind == OWN_KEY else PATTERNS[kind][1]
 
 
 def secret_kind(text: str, kinds: Collection[str] = SECRET_KINDS) -> str | None:

@@ -30,6 +30,9 @@ class Marketplace:
     # Quotes and pays the charged MCP tools, signing with `payer_key`.
     tools: PaidTools
     payer_key: str | None = field(default=None, repr=False)
+    # Every credential this console holds (API key, wallet token, payer key): what no agent's
+    # submission may carry, whatever the field.
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
     @classmethod
     def connect(
@@ -58,6 +61,7 @@ class Marketplace:
             account=AccountClient(base_url, api_key=api_key, transport=transport),
             tools=PaidTools(mcp, rest, payer_key),
             payer_key=payer_key,
+            secrets=tuple(secret for secret in (api_key, api_token, payer_key) if secret),
         )
 
     def payer(self, kind: Kind) -> Payer:

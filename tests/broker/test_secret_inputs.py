@@ -236,7 +236,7 @@ async def test_the_consoles_own_wallet_key_is_refused_in_any_spelling(
             with pytest.raises(AgentError) as refused:
                 await agent.submit(endpoint_id=ENDPOINT, inputs={"query": spelling}, purpose="p")
             assert refused.value.message == (
-                f"inputs.query holds this console's own wallet key{REFUSAL_TAIL}"
+                f"inputs.query holds one of this console's own secrets{REFUSAL_TAIL}"
             )
             assert refused.value.data == {
                 "reason": "invalid_params",
@@ -260,3 +260,36 @@ async def test_a_value_that_may_be_a_hash_passes_flagged_high_for_the_operator(
     request = runtime.broker.get(ticket["request_id"])
     [flag] = [flag for flag in request.risk if flag.code == f"input_{kind}"]
     assert flag.severity == "high"
+
+
+async def test_every_secret_the_console_holds_is_refused_in_every_field(
+    runtime: Runtime, paths: Paths
+):
+    """The API key, the wallet token and an agent's token, in inputs, purpose, the idempotency
+    key: refused before anything is recorded."""
+    assert runtime.sandbox is not None
+    state = runtime.sandbox.state
+    secrets = {
+        "API key": state.api_key,
+        "wallet token": state.api_token,
+        "agent token": "svcagent_" + "Q" * 43,
+    }
+    before = counts(runtime)
+    async with AsyncAgent("key-bot", runtime.paths.socket) as agent:
+        for name, secret in secrets.items():
+            for field, submission in (
+                ("inputs.query", {"inputs": {"query": secret}, "purpose": "p"}),
+                ("purpose", {"inputs": {"query": "q"}, "purpose": f"use {secret}"}),
+                (
+                    "idempotency_key",
+                    {"inputs": {"query": "q"}, "purpose": "p", "idempotency_key": secret},
+                ),
+            ):
+                with pytest.raises(AgentError) as refused:
+                    await agent.submit(endpoint_id=ENDPOINT, **submission)
+                assert refused.value.data["field"] == field, name
+                # Known as the console's own, or by its shape (the API key is an sk_ key).
+                assert refused.value.data["kind"] in (secrets_scan.OWN_KEY, "api_key"), name
+    assert counts(runtime) == before
+    for secret in secrets.values():
+        assert files_holding(paths.home, secret) == []

@@ -310,3 +310,32 @@ def test_serve_says_a_broken_policy_on_stderr_and_approvals_list_repeats_it(home
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("approvals", "list"),
+        ("approvals", "approve", "req_x"),
+        ("approvals", "deny", "req_x", "--reason", "r"),
+        ("agent", "submit", "--endpoint", "e", "--inputs", "{}", "--purpose", "p"),
+    ],
+)
+def test_with_no_console_running_each_command_says_so_in_one_line(home: Path, args):
+    result = run(*args)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1 and "is svc-console running?" in result.stderr
+
+
+def test_a_reader_that_goes_away_gets_no_traceback(served):
+    listing = subprocess.Popen(
+        [*CLI, "approvals", "list", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    listing.stdout.close()  # like `| head` that has read enough
+    err = listing.stderr.read()
+    listing.wait(timeout=30)
+    assert "Traceback" not in err and listing.returncode in (0, 141)

@@ -45,6 +45,7 @@ def _run(args: argparse.Namespace, flow: str) -> int:
     from svc_console.config.credentials import Credentials
     from svc_console.config.errors import SettingsError
     from svc_console.config.paths import resolve_paths
+    from svc_console.config.service import wallet_config_file
     from svc_console.core.private_files import ensure_private_dir
     from svc_console.market.account import AccountClient
     from svc_console.market.errors import MarketError
@@ -58,7 +59,12 @@ def _run(args: argparse.Namespace, flow: str) -> int:
         )
     paths = resolve_paths()
     ensure_private_dir(paths.home)
-    creds = Credentials(paths)
+    try:
+        # The same wallet config file `serve` will read: SVC_WALLET_CONFIG, settings.toml, or
+        # the spec's default.
+        creds = Credentials(paths, connection_file=wallet_config_file(paths))
+    except SettingsError as exc:
+        raise CommandError(str(exc)) from None
     skipped = onboarding.already_connected(creds) if flow == "connect" else None
     if skipped is not None:
         _report(skipped)

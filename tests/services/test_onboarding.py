@@ -96,3 +96,23 @@ def test_login_without_a_marketplace_says_how_to_name_one(paths, monkeypatch, ca
     monkeypatch.delenv("SVC_BASE_URL", raising=False)
     assert cli.main(["login", "--email", EMAIL]) == 1
     assert "--base-url" in capsys.readouterr().err
+
+
+def test_connect_saves_where_svc_wallet_config_says_and_serve_reads_it_there(
+    sandbox, paths, monkeypatch, capsys, tmp_path
+):
+    from svc_console.config.service import service_config
+
+    elsewhere = tmp_path / "wallets" / "ops.json"
+    monkeypatch.setenv("SVC_WALLET_CONFIG", str(elsewhere))
+    monkeypatch.setattr("sys.stdin", OutboxStdin(sandbox))
+    args = ["connect", "--email", EMAIL, "--username", "ops-team", "--base-url", sandbox.base_url]
+    assert cli.main(args) == 0
+    assert json.loads(elsewhere.read_text())["username"] == "ops-team"
+    assert not Credentials(paths).connection_file.exists()  # not the default as well
+    env = {
+        "SVC_BASE_URL": sandbox.base_url,
+        "SVC_WALLET_CONFIG": str(elsewhere),
+        "SVC_API_KEY": "k",
+    }
+    assert service_config(paths, env).username == "ops-team"

@@ -63,6 +63,13 @@ async def _buffered(receive: Receive) -> tuple[bytes | None, Receive]:
     return body, replay
 
 
+def _is_dry_run(body: bytes | None) -> bool:
+    try:
+        return json.loads(body or b"{}").get("dryRun") is True
+    except (ValueError, AttributeError):
+        return False
+
+
 def _with_length(headers: list[tuple[bytes, bytes]], length: int) -> list[tuple[bytes, bytes]]:
     kept = [(k, v) for k, v in headers if k.lower() != b"content-length"]
     return [*kept, (b"content-length", str(length).encode())]
@@ -79,7 +86,13 @@ class FaultInjector:
         if scope["type"] != "http" or path == ADMIN_PATH or path.startswith(ADMIN_PATH + "/"):
             await self.app(scope, receive, send)
             return
-        fired = self.state.faults.fire(path)
+        dry_run = False
+        if self.state.faults.armed("reprice") and fnmatch.fnmatchcase(
+            path, ROUTE_GROUPS["proxy"][0]
+        ):
+            body, receive = await _buffered(receive)
+            dry_run = _is_dry_run(body)
+        fired = self.state.faults.fire(path, dry_run=dry_run)
         if not fired:
             await self.app(scope, receive, send)
             return

@@ -347,13 +347,21 @@ class Faults:
                 if endpoint_id not in self._delisted:
                     self._delisted.append(endpoint_id)
 
-    def fire(self, path: str) -> list[Fault]:
+    def armed(self, kind: str) -> bool:
+        """Whether a fault of `kind` may still fire."""
+        with self._lock:
+            return any(f.kind == kind and f.remaining != 0 for f in self._faults)
+
+    def fire(self, path: str, *, dry_run: bool = False) -> list[Fault]:
         """The faults that fire on a request to `path`, in the order they were armed; counts and
-        random draws are consumed here, once per matching request."""
+        random draws are consumed here, once per matching request. A dry run is never repriced
+        (the runtime price is what a reprice changes), so it spends none of a reprice's count."""
         fired = []
         with self._lock:
             for fault in self._faults:
                 if not fault.matches(path) or fault.remaining == 0:
+                    continue
+                if dry_run and fault.kind == "reprice":
                     continue
                 if fault._rng is not None and fault._rng.random() >= fault.rate:  # type: ignore[operator]
                     continue

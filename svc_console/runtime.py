@@ -114,8 +114,7 @@ class Runtime:
         registry = AgentRegistry(self.paths.agent_registry)
         self.access = AgentAccess(settings, registry, sandbox=self.market.sandbox)
         # What revoked agents left undecided while the console was stopped.
-        revoked = [agent.name for agent in registry.agents() if not agent.active]
-        await self.broker.cancel_agents(revoked)
+        await self.broker.cancel_agents(registry.revoked())
         self.operator_socket = ApprovalSocket(
             self.broker,
             self.paths.operator_socket,

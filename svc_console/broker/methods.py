@@ -213,7 +213,7 @@ class Methods:
 
     async def sync_agents(self, caller: Caller, params: dict[str, Any]) -> Any:
         """After `svc-console agents revoke`: cancel what revoked agents left undecided."""
-        revoked = [a.name for a in self._access().registry.agents() if not a.active]
+        revoked = self._access().registry.revoked()
         return {"cancelled": await self.broker.cancel_agents(revoked)}
 
     def _passphrase_set(self) -> bool:

@@ -65,6 +65,10 @@ class AgentRegistry:
         """Every agent ever registered, revoked ones included, by name."""
         return sorted(self._current().values(), key=lambda agent: agent.name)
 
+    def revoked(self) -> list[str]:
+        """The names of the agents revoked (whose undecided requests must not stay)."""
+        return [agent.name for agent in self.agents() if not agent.active]
+
     def get(self, name: str) -> RegisteredAgent | None:
         return self._current().get(name)
 

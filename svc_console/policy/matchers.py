@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from svc_console.core import secrets_scan
+from svc_console.policy import linear_regex
 
 _GLOB_CHARS = frozenset("*?[")
 KNOWN_MAX = 8192
@@ -87,14 +88,19 @@ class InputScanner:
 
     def __init__(self, kinds: Sequence[tuple[str, str]], patterns: dict[str, str]):
         """`kinds`: (name in the policy, secrets_scan kind); `patterns`: name → regex."""
-        compiled = [
-            (name, secrets_scan.PATTERNS[kind][0], *_HINTS.get(kind, (None, False)))
-            for name, kind in kinds
-        ] + [(name, re.compile(regex), None, False) for name, regex in patterns.items()]
-        # (name, pattern, shortest text it can match, literal it needs, literal in lower case)
-        self.patterns: tuple[tuple[str, re.Pattern[str], int, str | None, bool], ...] = tuple(
-            (name, pattern, _shortest(pattern), hint, fold)
-            for name, pattern, hint, fold in compiled
+        # (name, pattern, shortest text it can match, literal it needs, literal in lower case).
+        # An author's pattern gets no length shortcut: RE2's syntax is not Python's (a POSIX
+        # class such as [[:digit:]] would be measured wrong), and a wrong shortcut misses a match.
+        self.patterns: tuple[tuple[str, linear_regex.Pattern, int, str | None, bool], ...] = (
+            *(
+                (name, pattern, _shortest(pattern), *_HINTS.get(kind, (None, False)))
+                for name, kind in kinds
+                for pattern in (secrets_scan.PATTERNS[kind][0],)
+            ),
+            *(
+                (name, linear_regex.compile(regex), 0, None, False)
+                for name, regex in patterns.items()
+            ),
         )
         # Shorter text cannot hold any of them (most keys, many values).
         self.shortest = min((entry[2] for entry in self.patterns), default=0)

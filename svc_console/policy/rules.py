@@ -24,7 +24,7 @@ from pydantic import (
 
 from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.core.taxonomy import CHAINS, DOMAIN_TYPES, PRODUCT_CLASSES, PROTOCOLS
-from svc_console.policy import hours
+from svc_console.policy import hours, linear_regex
 
 TIERS = ("free", "standard", "premium", "enterprise")
 FORMATS = ("csv", "tsv", "json", "jsonl", "parquet", "txt", "md", "pdf")
@@ -118,9 +118,12 @@ def _regex(value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError("must be a regular expression (text)")
     try:
-        re.compile(value)
-    except re.error as exc:
-        raise ValueError(f"is not a valid regular expression ({exc})") from None
+        linear_regex.compile(value)
+    except ValueError as exc:
+        raise ValueError(
+            f"is not a valid regular expression ({exc}); patterns run on RE2, "
+            "which has no backreferences or lookaround"
+        ) from None
     return value
 
 

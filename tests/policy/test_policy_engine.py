@@ -136,6 +136,23 @@ def test_every_rule_type_denies_and_is_cited_with_its_line(yaml, request_overrid
     assert verdict.rules[0].startswith(f"{rule} (SKILLS.md:")
 
 
+def test_a_pattern_that_backtracks_exponentially_in_python_runs_in_linear_time():
+    """`(a+)+$` against letters and a `!` doubles Python's time with each letter (27 froze the
+    broker for 9 s); under RE2 ten thousand letters are nothing. Run in a thread so a regression
+    fails this test rather than hanging the suite."""
+    import threading
+
+    policy = compiled("never_send_patterns:\n  runaway: '(a+)+$'\n")
+    verdicts = []
+    request = facts(inputs={"q": "a" * 10_000 + "!", "r": "aaa"})
+    worker = threading.Thread(target=lambda: verdicts.append(judge(policy, request)), daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert verdicts, "the pattern did not finish: it is run by a backtracking engine"
+    # and RE2 still matches what the pattern means
+    assert judge(policy, facts(inputs={"q": "xaaa"})).outcome == "deny"
+
+
 @pytest.mark.parametrize(
     ("yaml", "request_overrides"),
     [

@@ -90,6 +90,17 @@ MARKED = [
         "is not a valid regular expression",
         None,
     ),
+    # Patterns run on RE2 (linear time): what it cannot run is refused at load, not run slowly.
+    (
+        "never_send_patterns:\n  ok: 'x'\n  ahead: 'secret(?=!)'  # here\n",
+        "never_send_patterns.ahead is not a valid regular expression (invalid perl operator",
+        None,
+    ),
+    (
+        "never_send_patterns:\n  twice: '(ab)\\1'  # here\n",
+        "no backreferences or lookaround",
+        None,
+    ),
     ('hours: ["mon-fri 8-18"]  # here\n', "hours[0] must be a time window", '"mon-fri 8-18"'),
     ('hours: ["mon-fry 08:00-18:00"]  # here\n', "must name days as mon..sun", None),
     ('hours: ["daily 25:00-26:00"]  # here\n', "impossible time", None),

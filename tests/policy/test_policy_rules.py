@@ -208,11 +208,49 @@ def test_all_errors_of_all_blocks_are_reported_in_file_order():
         (f"intro\n{FENCE}Policy\nper_call_max_usdc: 1\n{FENCE}\n", 2, 'tagged "Policy"'),
         (f"a\nb\n{FENCE}policy\n{FENCE}\n", 3, "holds no rules"),
         (f"a\n{FENCE}policy\n- a\n- list\n{FENCE}\n", 3, "must hold a mapping"),
+        # Read as CommonMark, as the file is rendered: what is not a top-level policy block but
+        # looks like one is an error at its line, never rules silently gone or silently enforced.
+        (
+            f"intro\n\n> {FENCE}policy\n> per_call_max_usdc: 1\n> {FENCE}\n",
+            3,
+            "inside a blockquote, where it is not read as rules",
+        ),
+        (
+            f"intro\n\n- item\n\n  {FENCE}policy\n  per_call_max_usdc: 1\n  {FENCE}\n",
+            5,
+            "inside a list item, where it is not read as rules",
+        ),
+        (
+            f"intro\n\n{FENCE}yaml policy\nper_call_max_usdc: 1\n{FENCE}\n",
+            3,
+            'a code block tagged "yaml policy" is not read as rules',
+        ),
+        (
+            f"intro\n\n<!--\n{FENCE}policy\nauto_approve:\n  - name: all\n"
+            f"    when: {{max_usdc: 100}}\n{FENCE}\n-->\n",
+            4,
+            "inside HTML (a comment or a tag), hidden when the file is rendered",
+        ),
     ],
 )
 def test_document_errors_name_their_line(text, line, message):
     errors = errors_of(text)
     assert any(message in e and e.startswith(f"SKILLS.md:{line}:") for e in errors), errors
+
+
+def test_a_hidden_block_is_an_error_even_beside_a_valid_one_and_the_valid_one_is_not_enough():
+    visible = block("per_call_max_usdc: 1\n")
+    hidden = (
+        f"\n<!-- {FENCE}policy\nauto_approve:\n  - {{name: x, when: {{max_usdc: 9}}}}\n"
+        f"{FENCE} -->\n"
+    )
+    errors = errors_of(visible + hidden)
+    assert len(errors) == 1 and "inside HTML" in errors[0], errors
+
+
+def test_code_blocks_of_other_languages_and_tildes_are_prose():
+    text = block("per_call_max_usdc: 1\n") + "\n~~~python\nprint(1)\n~~~\n\n    ```policy\n"
+    assert load_text(text, "SKILLS.md").rules.per_call_max_usdc == Decimal(1)
 
 
 def test_a_file_that_is_not_utf8_is_an_error_at_line_one(tmp_path):

@@ -16,6 +16,10 @@ socket) and nothing else: an agent never holds the wallet credential, it only as
 `AsyncAgent` is the same for asyncio programs. A registered agent proves its name with the token
 `svc-console agents add` printed: pass `token=`, or set SVC_AGENT_TOKEN (then the name may be
 left out: the token says who the agent is).
+
+The console closes a connection that sat idle (its `idle_timeout_s`) with a `console.closing`
+notice; the clients connect again by themselves and send what they were about to send, which the
+console had not read.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import contextlib
 import itertools
 import json
 import os
+import select
 import socket
 import time
 from pathlib import Path
@@ -34,6 +39,7 @@ FINAL_STATES = frozenset(
     {"rejected", "denied", "succeeded", "failed", "expired", "cancelled", "unknown"}
 )
 _WAIT_CHUNK_S = 300.0
+IDLE_NOTICE = "console.closing"  # the console's last line on a connection it closes as idle
 
 
 class AgentError(Exception):
@@ -47,6 +53,13 @@ class AgentError(Exception):
 class NotConnected(AgentError):
     def __init__(self, message: str):
         super().__init__(0, "not_connected", message)
+
+
+class _ClosedIdle(NotConnected):
+    """The console closed the connection as idle before reading this call: safe to send again."""
+
+    def __init__(self) -> None:
+        super().__init__("svc-console closed the idle connection")
 
 
 def default_socket_path() -> Path:
@@ -146,6 +159,23 @@ class Agent:
     def call(self, method: str, params: dict[str, Any], *, timeout_s: float | None = None) -> Any:
         if self._sock is None:
             raise NotConnected("not connected")
+        if method != "console.hello" and self._hung_up():
+            self.connect()
+        try:
+            return self._exchange(method, params, timeout_s)
+        except _ClosedIdle:
+            self.connect()
+            return self._exchange(method, params, timeout_s)
+
+    def _hung_up(self) -> bool:
+        """Whether the console ended the connection since the last call: between calls it sends
+        nothing else (its idle notice, then the end)."""
+        assert self._sock is not None
+        readable, _, _ = select.select([self._sock], [], [], 0)
+        return bool(readable) or b"\n" in self._buffer
+
+    def _exchange(self, method: str, params: dict[str, Any], timeout_s: float | None) -> Any:
+        assert self._sock is not None
         request_id = next(self._ids)
         self._sock.settimeout(timeout_s or self._timeout)
         try:
@@ -155,6 +185,9 @@ class Agent:
                 self._sock.sendall(_encode(request_id, method, params))
             while True:
                 reply = json.loads(self._read_line())
+                if reply.get("method") == IDLE_NOTICE:
+                    self.close()
+                    raise _ClosedIdle
                 if reply.get("id") in (request_id, None):
                     return _result(reply)
         except (OSError, ValueError) as exc:
@@ -234,6 +267,8 @@ class AsyncAgent:
         self._reader_task: asyncio.Task[None] | None = None
         self._replies: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
+        self._closed_idle = False
+        self._reconnecting = asyncio.Lock()
         self.hello_info: dict[str, Any] = {}
 
     async def __aenter__(self) -> AsyncAgent:
@@ -250,6 +285,7 @@ class AsyncAgent:
             )
         except OSError as exc:
             raise NotConnected(f"cannot reach svc-console at {self.path}: {exc.strerror}") from None
+        self._closed_idle = False
         self._reader_task = asyncio.create_task(self._read(reader))
         hello = _hello_params(self.name, self._token, self._client)
         self.hello_info = await self.call("console.hello", hello)
@@ -271,6 +307,9 @@ class AsyncAgent:
         try:
             while line := await reader.readline():
                 reply = json.loads(line)
+                if reply.get("method") == IDLE_NOTICE:
+                    self._closed_idle = True
+                    continue
                 future = self._replies.pop(reply.get("id"), None)
                 if future is not None and not future.done():
                     future.set_result(reply)
@@ -284,6 +323,8 @@ class AsyncAgent:
                     continue
                 if unnamed is not None:
                     future.set_result(unnamed)
+                elif self._closed_idle:
+                    future.set_exception(_ClosedIdle())
                 else:
                     future.set_exception(NotConnected("svc-console closed the connection"))
             self._replies.clear()
@@ -291,6 +332,23 @@ class AsyncAgent:
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         if self._writer is None:
             raise NotConnected("not connected")
+        if method != "console.hello" and self._closed_idle:
+            await self._reconnect()
+        try:
+            return await self._exchange(method, params)
+        except _ClosedIdle:
+            await self._reconnect()
+            return await self._exchange(method, params)
+
+    async def _reconnect(self) -> None:
+        """Connect again after an idle close, once however many calls noticed it."""
+        async with self._reconnecting:
+            if self._closed_idle:
+                await self.close()
+                await self.connect()
+
+    async def _exchange(self, method: str, params: dict[str, Any]) -> Any:
+        assert self._writer is not None
         request_id = next(self._ids)
         line = _encode(request_id, method, params)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()

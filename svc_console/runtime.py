@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from svc_console.broker import Broker, BrokerConfig
 from svc_console.broker.agent_access import AgentAccess
+from svc_console.broker.limits import within_open_files
 from svc_console.broker.methods import Role
 from svc_console.broker.socket_server import ApprovalSocket
 from svc_console.config.agent_registry import AgentRegistry
@@ -115,6 +116,7 @@ class Runtime:
         self.access = AgentAccess(settings, registry, sandbox=self.market.sandbox)
         # What revoked agents left undecided while the console was stopped.
         await self.broker.cancel_agents(registry.revoked())
+        agents_limits, operator_limits = within_open_files()
         self.operator_socket = ApprovalSocket(
             self.broker,
             self.paths.operator_socket,
@@ -122,6 +124,7 @@ class Runtime:
             access=self.access,
             passphrase=self.passphrase,
             home=self.paths.home,
+            limits=operator_limits,
         )
         await self.operator_socket.start()
         self.socket = ApprovalSocket(
@@ -130,6 +133,7 @@ class Runtime:
             role=Role.agents,
             access=self.access,
             home=self.paths.home,
+            limits=agents_limits,
         )
         await self.socket.start()
 

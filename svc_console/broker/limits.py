@@ -1,9 +1,21 @@
-"""What one agent may ask of the approval socket; `console.hello` tells every agent."""
+"""What one agent may ask of the approval socket; `console.hello` tells every agent.
+
+How many connections the sockets take comes from the process's open-file limit, not a fixed
+number: past that limit `accept` fails for everyone, the operator included. Half the limit is left
+to everything else the console opens (the ledger, logs, HTTP connections to the service, the
+embedded sandbox's side of them); of the other half a share is the operator socket's alone, so
+agents holding every connection they may still leave the operator able to decide.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import resource
 from dataclasses import dataclass
 from typing import Any
+
+OPERATOR_CONNECTIONS = 16
+MOST_AGENT_CONNECTIONS = 4096
 
 
 @dataclass(frozen=True)
@@ -11,6 +23,12 @@ class Limits:
     max_line_bytes: int = 256 * 1024  # one line, its newline included
     max_depth: int = 64  # nesting of arrays and objects in one message
     max_connections: int = 512
+    # One process before its connection speaks for an agent, one agent after: no single peer
+    # may take every connection.
+    max_connections_per_peer: int = 128
+    # A connection with nothing asked and nothing in flight (a bare newline asks nothing) is
+    # closed after this long, with a `console.closing` notice; clients connect again.
+    idle_timeout_s: float = 300.0
     max_pending_per_connection: int = 256  # lines read and not yet answered
     max_waits_per_connection: int = 64
     max_wait_s: float = 3600.0
@@ -20,3 +38,20 @@ class Limits:
 
     def describe(self) -> dict[str, Any]:
         return dict(vars(self))
+
+
+def within_open_files(open_files: int | None = None) -> tuple[Limits, Limits]:
+    """(the agents' socket's limits, the operator socket's) for a process that may hold
+    `open_files` descriptors (its soft RLIMIT_NOFILE when not given)."""
+    if open_files is None:
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        open_files = soft if soft != resource.RLIM_INFINITY else 2 * MOST_AGENT_CONNECTIONS
+    for_sockets = max(16, open_files // 2)
+    operator = min(OPERATOR_CONNECTIONS, max(2, for_sockets // 8))
+    agents = min(MOST_AGENT_CONNECTIONS, for_sockets - operator)
+    per_peer = max(4, agents // 4)
+    base = Limits()
+    return (
+        dataclasses.replace(base, max_connections=agents, max_connections_per_peer=per_peer),
+        dataclasses.replace(base, max_connections=operator, max_connections_per_peer=operator),
+    )

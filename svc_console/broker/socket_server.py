@@ -15,7 +15,10 @@ own bounds, announced by `console.hello` (`Limits.describe`). A line must end wi
 `line_timeout_s` of its first byte (a client that sends half a line and stalls is cut off); an
 oversized line is refused and skipped; a connection with `max_pending_per_connection` lines
 unanswered is not read until answers go out; replies wait in a buffer of `write_buffer_bytes`,
-and a client that reads none of them for `write_timeout_s` is disconnected.
+and a client that reads none of them for `write_timeout_s` is disconnected. Connections that hold
+a slot and ask nothing are closed after `idle_timeout_s`, and no one peer (a process, then the
+agent it speaks for) may hold more than `max_connections_per_peer`: idle connections cannot lock
+the others out. Refusals are logged at a bounded rate (`refusal_log`).
 """
 
 from __future__ import annotations
@@ -34,24 +37,85 @@ from svc_console.broker.agent_access import AgentAccess, Identity, peer_of
 from svc_console.broker.deciders import Peer
 from svc_console.broker.limits import Limits
 from svc_console.broker.methods import Methods, Passphrase, Role
+from svc_console.broker.refusal_log import RefusalLog
 from svc_console.broker.service import Broker
 from svc_console.broker.socket_folder import prepare_folder
 from svc_console.config.paths import MAX_SOCKET_PATH
 
 log = logging.getLogger(__name__)
 DEFAULT_LIMITS = Limits()
+# The notice a connection closed for idleness gets last: it asked nothing that was not answered,
+# so a client may connect again and send what it was about to send.
+IDLE_NOTICE = "console.closing"
+
+_PeerKey = tuple[str, object]
+
+
+class _Peers:
+    """How many connections each peer holds: a process until its connection speaks for an agent,
+    then that agent (however many processes it runs in)."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.held: dict[_PeerKey, int] = {}
+
+    @staticmethod
+    def key(peer: Peer | None, identity: Identity | None) -> _PeerKey:
+        if identity is not None:
+            return ("agent", identity.name)
+        return ("process", (peer.uid, peer.pid) if peer is not None else None)
+
+    def full(self, key: _PeerKey) -> bool:
+        return self.held.get(key, 0) >= self.cap
+
+    def take(self, key: _PeerKey) -> None:
+        self.held[key] = self.held.get(key, 0) + 1
+
+    def give_back(self, key: _PeerKey) -> None:
+        left = self.held.get(key, 0) - 1
+        if left > 0:
+            self.held[key] = left
+        else:
+            self.held.pop(key, None)
 
 
 @dataclass(eq=False)  # identity, not value: connections live in a set
 class _Connection:
     writer: asyncio.StreamWriter
     slots: asyncio.Semaphore  # one per line being answered
+    peers: _Peers
     peer: Peer | None = None
-    identity: Identity | None = None
     client: str | None = None
     waits: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _identity: Identity | None = None
+    counted: _PeerKey | None = None  # where this connection is counted, once admitted
+    # (loop time) since when nothing was asked or answered: a bare newline asks nothing
+    quiet_since: float = field(default_factory=lambda: asyncio.get_running_loop().time())
+
+    def stir(self, *_: object) -> None:
+        self.quiet_since = asyncio.get_running_loop().time()
+
+    @property
+    def identity(self) -> Identity | None:
+        return self._identity
+
+    @identity.setter
+    def identity(self, identity: Identity | None) -> None:
+        """Speaking for an agent moves the connection to that agent's count: refused (Busy)
+        when the agent already holds its share."""
+        key = _Peers.key(self.peer, identity)
+        if self.counted is not None and key != self.counted:
+            if self.peers.full(key):
+                raise errors.Busy(
+                    f"too many connections for agent {identity.name if identity else ''}"
+                    f" (at most {self.peers.cap})"
+                )
+            self.peers.give_back(self.counted)
+            self.peers.take(key)
+            self.counted = key
+        self._identity = identity
 
 
 class ApprovalSocket:
@@ -71,6 +135,8 @@ class ApprovalSocket:
         self.methods = Methods(broker, limits, role, access, passphrase)
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[_Connection] = set()
+        self._peers = _Peers(limits.max_connections_per_peer)
+        self._refusals = RefusalLog(log)
 
     async def start(self) -> None:
         if len(os.fsencode(self.path)) > MAX_SOCKET_PATH:
@@ -96,6 +162,7 @@ class ApprovalSocket:
             )
         finally:
             os.umask(old_umask)
+        _quiet_accept_failures(self._refusals)
         if not opened:
             self.path.chmod(0o600)
         elif settings.uids:
@@ -117,6 +184,22 @@ class ApprovalSocket:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
 
+    def _admission(self, peer: Peer | None) -> errors.BrokerError | None:
+        """Why a new connection is refused (logged, at a bounded rate), or None."""
+        who = f"pid {peer.pid} uid {peer.uid}" if peer is not None else "a peer"
+        reason = self._refusal(peer)
+        if reason is not None:
+            self._refusals.refused("unauthorised", f"{self.role} socket refused {who}: {reason}")
+            return errors.NotAuthorised(reason)
+        if len(self._connections) >= self.limits.max_connections:
+            message = f"too many connections (at most {self.limits.max_connections})"
+        elif self._peers.full(_Peers.key(peer, None)):
+            message = f"too many connections from one process (at most {self._peers.cap})"
+        else:
+            return None
+        self._refusals.refused("busy", f"{self.role} socket refused {who}: {message}")
+        return errors.Busy(message)
+
     def _refusal(self, peer: Peer | None) -> str | None:
         """Why this peer may not use this socket, or None."""
         if self.role == Role.agents:
@@ -132,26 +215,23 @@ class ApprovalSocket:
         writer.transport.set_write_buffer_limits(high=limits.write_buffer_bytes)
         peer = peer_of(writer.get_extra_info("socket"))
         connection = _Connection(
-            writer, asyncio.Semaphore(limits.max_pending_per_connection), peer=peer
+            writer, asyncio.Semaphore(limits.max_pending_per_connection), self._peers, peer=peer
         )
-        refused: errors.BrokerError | None = None
-        reason = self._refusal(peer)
-        if reason is not None:
-            log.warning("%s socket refused pid %s: %s", self.role, peer and peer.pid, reason)
-            refused = errors.NotAuthorised(reason)
-        elif len(self._connections) >= limits.max_connections:
-            refused = errors.Busy("too many connections")
+        refused = self._admission(peer)
         if refused is not None:
             await self._send(connection, jsonrpc.error_reply(None, refused))
             writer.close()
             return
         self._connections.add(connection)
+        connection.counted = _Peers.key(peer, None)
+        self._peers.take(connection.counted)
         try:
             await self._read_lines(connection, reader)
         except (ConnectionError, OSError):
             pass  # the peer went away, or a reply could not be written: the connection ends
         finally:
             self._connections.discard(connection)
+            self._peers.give_back(connection.counted)
             for task in list(connection.tasks):
                 task.cancel()
             if writer.transport.get_write_buffer_size():
@@ -163,7 +243,7 @@ class ApprovalSocket:
         limits = self.limits
         skipping = False  # inside an oversized line, already refused: drop up to its newline
         while True:
-            first = await reader.read(1)  # an idle connection may wait here as long as it likes
+            first = await self._next_byte(connection, reader)
             if not first:
                 return
             try:
@@ -194,12 +274,44 @@ class ApprovalSocket:
                 await self._send(connection, jsonrpc.error_reply(None, self._too_large()))
                 continue
             if line.strip():
+                connection.stir()
                 # Past this many unanswered lines the connection is not read: backpressure.
                 await connection.slots.acquire()
                 task = asyncio.create_task(self._answer(connection, line))
                 connection.tasks.add(task)
                 task.add_done_callback(connection.tasks.discard)
                 task.add_done_callback(lambda _: connection.slots.release())
+                task.add_done_callback(connection.stir)
+
+    async def _next_byte(self, connection: _Connection, reader: asyncio.StreamReader) -> bytes:
+        """The next byte, or b"" when the peer closed or the connection sat idle too long: nothing
+        asked or answered for `idle_timeout_s` and nothing in flight (a long spend.wait is not
+        idleness)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            left = connection.quiet_since + self.limits.idle_timeout_s - loop.time()
+            try:
+                async with asyncio.timeout(max(0.0, left)):
+                    return await reader.read(1)
+            except TimeoutError:
+                if connection.tasks:  # a call under way (a long spend.wait) is not idleness
+                    connection.stir()
+                if connection.quiet_since + self.limits.idle_timeout_s > loop.time():
+                    continue
+                seconds = f"{self.limits.idle_timeout_s:g}"
+                await self._send(
+                    connection,
+                    {
+                        "jsonrpc": "2.0",
+                        "method": IDLE_NOTICE,
+                        "params": {
+                            "reason": "idle",
+                            "message": f"closed after {seconds} s with nothing asked; "
+                            "connect again to go on",
+                        },
+                    },
+                )
+                return b""
 
     def _too_large(self) -> errors.BrokerError:
         return errors.TooLarge(f"a line may hold at most {self.limits.max_line_bytes} bytes")
@@ -232,6 +344,30 @@ class ApprovalSocket:
             except (TimeoutError, ConnectionError, OSError):
                 # Abort, not close: close() would wait to flush to a peer that does not read.
                 writer.transport.abort()
+
+
+def _quiet_accept_failures(refusals: RefusalLog) -> None:
+    """asyncio logs every failed accept (out of file descriptors) with a traceback, and retries
+    each second: under a flood that filled every rotated log in seconds. One line at a bounded
+    rate says it all."""
+    loop = asyncio.get_running_loop()
+    previous = loop.get_exception_handler()
+    if getattr(previous, "quiets_accept_failures", False):
+        return
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if str(context.get("message", "")).startswith("socket.accept() out of system resource"):
+            refusals.refused(
+                "accept failures", f"cannot accept a connection: {context.get('exception')}"
+            )
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    handler.quiets_accept_failures = True  # type: ignore[attr-defined]
+    loop.set_exception_handler(handler)
 
 
 async def _answers(path: Path) -> bool:

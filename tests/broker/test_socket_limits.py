@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from helpers import eventually
 
-from svc_console.agent import AgentError, AsyncAgent
-from svc_console.broker.limits import Limits
+from svc_console.agent import Agent, AgentError, AsyncAgent
+from svc_console.broker.limits import Limits, within_open_files
 from svc_console.broker.methods import Role
 from svc_console.broker.socket_server import ApprovalSocket
 
@@ -35,17 +35,33 @@ TIGHT = Limits(
 )
 
 
-@pytest.fixture
-async def tight(runtime: Any) -> Any:
+# Idle connections are closed fast, and one peer may hold only a few.
+IDLE = Limits(max_connections=8, max_connections_per_peer=3, idle_timeout_s=0.3)
+
+
+async def beside(runtime: Any, limits: Limits, name: str) -> ApprovalSocket:
     socket = ApprovalSocket(
         runtime.broker,
-        runtime.paths.home / "tight.sock",
+        runtime.paths.home / name,
         role=Role.agents,
         access=runtime.access,
         home=runtime.paths.home,
-        limits=TIGHT,
+        limits=limits,
     )
     await socket.start()
+    return socket
+
+
+@pytest.fixture
+async def tight(runtime: Any) -> Any:
+    socket = await beside(runtime, TIGHT, "tight.sock")
+    yield socket
+    await socket.stop()
+
+
+@pytest.fixture
+async def idle(runtime: Any) -> Any:
+    socket = await beside(runtime, IDLE, "idle.sock")
     yield socket
     await socket.stop()
 
@@ -81,7 +97,7 @@ async def bystander_is_answered(socket: ApprovalSocket) -> None:
 async def test_hello_announces_every_limit(runtime, tight):
     async with AsyncAgent("bot", runtime.paths.socket) as agent:
         announced = agent.hello_info["limits"]
-    assert announced == Limits().describe()
+    assert announced == within_open_files()[0].describe()
     assert set(announced) == {f.name for f in fields(Limits)}
     async with AsyncAgent("bot", tight.path) as agent:
         assert agent.hello_info["limits"] == TIGHT.describe()
@@ -244,3 +260,83 @@ async def test_deep_nesting_is_refused_as_too_large(runtime):
         assert error["data"]["reason"] == "too_large"
         assert f"at most {limits.max_depth} levels" in error["message"]
     writer.close()
+
+
+async def test_an_idle_connection_is_closed_with_a_notice_and_newlines_do_not_keep_it(idle):
+    reader, writer = await raw(idle)
+    notice = None
+    while notice is None:  # a bare newline now and then asks nothing
+        writer.write(b"\n")
+        await writer.drain()
+        with contextlib.suppress(TimeoutError):
+            line = await asyncio.wait_for(reader.readline(), 0.05)
+            notice = json.loads(line)
+    assert notice["method"] == "console.closing" and notice["params"]["reason"] == "idle"
+    assert "0.3 s" in notice["params"]["message"]
+    assert "id" not in notice
+    assert await closed(reader)
+    await eventually(lambda: len(idle._connections) == 0 and not idle._peers.held)
+
+
+async def test_a_long_wait_is_not_idleness_and_the_clients_connect_again_by_themselves(
+    runtime, idle
+):
+    async with AsyncAgent("patient", idle.path) as agent:
+        ticket = await agent.submit(
+            endpoint_id="ep_websearch_basic", inputs={"query": "x"}, purpose="wait for me"
+        )
+        request_id = ticket["request_id"]
+        await eventually(lambda: runtime.broker.get(request_id).state == "pending")
+        # Five idle timeouts long, in flight all along: answered, not cut off.
+        waited = await agent.wait(request_id, 1.5)
+        assert waited["state"] == "pending"
+        first = agent._reader_task
+        await eventually(lambda: first.done())  # now idle: closed
+        assert (await agent.get(request_id))["state"] == "pending"  # connected again
+        assert agent._reader_task is not first
+    # The blocking client runs in a thread of its own, as in an agent's program.
+    blocking = Agent("patient", idle.path)
+    await asyncio.to_thread(blocking.connect)
+    sock = blocking._sock
+    await eventually(blocking._hung_up)
+    assert (await asyncio.to_thread(blocking.get, request_id))["id"] == request_id
+    assert blocking._sock is not sock
+    blocking.close()
+
+
+async def test_one_process_and_one_agent_hold_at_most_their_share(idle):
+    held = [await raw(idle) for _ in range(IDLE.max_connections_per_peer)]
+    await eventually(lambda: len(idle._connections) == IDLE.max_connections_per_peer)
+    # A fourth from the same process, speaking for no agent yet: refused.
+    reader, _writer = await raw(idle)
+    error = (await reply(reader))["error"]
+    assert error["data"]["reason"] == "busy"
+    assert "too many connections from one process (at most 3)" in error["message"]
+    assert await closed(reader)
+    # Speaking for an agent moves a connection to that agent's share, freeing the process's.
+    for index, (held_reader, held_writer) in enumerate(held):
+        held_writer.write(
+            b'{"jsonrpc":"2.0","id":1,"method":"console.hello","params":{"agent":"crowd"}}\n'
+        )
+        assert (await reply(held_reader))["result"]["agent"]["name"] == "crowd", index
+    extra_reader, extra_writer = await raw(idle)
+    extra_writer.write(
+        b'{"jsonrpc":"2.0","id":2,"method":"console.hello","params":{"agent":"crowd"}}\n'
+    )
+    error = (await reply(extra_reader))["error"]
+    assert error["data"]["reason"] == "busy"
+    assert "too many connections for agent crowd (at most 3)" in error["message"]
+    # The connection goes on, speaking for no one; another agent is served.
+    await bystander_is_answered(idle)
+    for _reader, writer in [*held, (extra_reader, extra_writer)]:
+        writer.close()
+    await eventually(lambda: not idle._peers.held)
+
+
+@pytest.mark.parametrize("open_files", [64, 300, 1024, 20000, 1_000_000])
+def test_connection_limits_come_from_the_file_limit_and_the_operator_keeps_a_share(open_files):
+    agents, operator = within_open_files(open_files)
+    assert agents.max_connections + operator.max_connections <= max(16, open_files // 2)
+    assert operator.max_connections >= 2
+    assert agents.max_connections_per_peer < agents.max_connections
+    assert agents.max_connections <= 4096

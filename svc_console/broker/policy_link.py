@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 def totals_from(ledger: Ledger, now: float) -> RollingTotals:
     """Rolling totals as the ledger holds them, kept up to date with its commits."""
     totals = RollingTotals()
-    prune(ledger.db, now - LONGEST - DAY)  # beyond every window: nothing will read it again
+    prune(ledger, now - LONGEST - DAY)  # beyond every window: nothing will read it again
     totals.load(totals_rows(ledger.db, now), now)
     ledger.budget_listeners.append(totals.apply)
     return totals

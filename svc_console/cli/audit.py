@@ -1,9 +1,11 @@
-"""`svc-console audit verify`: check that the ledger's event log is the chain the broker wrote.
+"""`svc-console audit verify`: check that the ledger is what the broker wrote: its keyed event
+chain, the head anchored beside it, and its tables of money against the events.
 
-Exit 0 with the number of events verified and the chain's head (note it down: a later run that
-shows the same head at the same count proves nothing was rewritten since); exit 1 naming the first
-broken link; exit 2 when there is no ledger to check. Always one line, never a traceback. The
-ledger is opened read-only, so this runs beside a console or broker that is using it.
+Exit 0 with the number of events verified and the chain's head `SEQ:HASH` (keep it elsewhere:
+`--head SEQ:HASH` later proves nothing up to it was cut or rewritten since); exit 1 naming the
+first broken link or the tables' disagreements, first event first; exit 2 when there is nothing
+to check (no ledger, no key). Never a traceback. The ledger is opened read-only, so this runs
+beside a console or broker that is using it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ def add_commands(commands: Any) -> None:
         help="verify the event chain from its first event; name the first broken link",
         description="Walk the ledger's events from the first: each must follow the one before it "
         "(its prev_hash is that event's hash), its hash must match its content, and no seq may be "
-        "missing. Exit 0 when the chain holds, 1 at the first break.",
+        "missing; the head file must hold; every row of money must be as its last event sealed "
+        "it. Exit 0 when all holds, 1 at the first break.",
+    )
+    verify.add_argument(
+        "--head",
+        type=_head,
+        metavar="SEQ:HASH",
+        help="a head printed by an earlier run and kept elsewhere: checked, not the head file",
     )
     verify.add_argument(
         "--ledger",
@@ -46,7 +55,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
     path = args.ledger if args.ledger is not None else configured_ledger(resolve_paths())
     try:
-        report = verify(path)
+        report = verify(path, anchor=args.head)
     except AuditError as exc:
         raise CommandError(inert_line(str(exc), 300), EXIT_USAGE) from None
     where = inert_line(str(path), 200)
@@ -56,6 +65,28 @@ def run_verify(args: argparse.Namespace) -> int:
             f" ({report.verified:,} events before it verified)"
         )
         return EXIT_BROKEN
-    head = f", head {report.head[:16]}" if report.verified else " (the ledger has no events yet)"
-    print(f"{where}: {report.verified:,} events verified; chain intact{head}")
+    if report.problems:
+        print(
+            f"{where}: chain intact ({report.verified:,} events), but the tables disagree with it:"
+        )
+        for problem in report.problems:
+            at = f"event {problem.seq}: " if problem.seq else ""
+            print(f"  {at}{inert_line(problem.why, 300)}")
+        if report.more_problems:
+            print(f"  and {report.more_problems:,} more")
+        return EXIT_BROKEN
+    if not report.verified:
+        print(f"{where}: 0 events verified (the ledger has no events yet)")
+        return 0
+    print(
+        f"{where}: {report.verified:,} events verified; chain intact, tables agree;"
+        f" head {report.verified}:{report.head}"
+    )
     return 0
+
+
+def _head(text: str) -> tuple[int, str]:
+    seq, _, digest = text.partition(":")
+    if not seq.isdigit() or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise argparse.ArgumentTypeError("must be SEQ:HASH as audit verify printed it")
+    return int(seq), digest

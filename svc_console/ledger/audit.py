@@ -1,34 +1,35 @@
-"""Checking the ledger's event log: the hash chain `Ledger._event` writes, link by link.
+"""Checking the ledger against its audit chain (`audit_chain` says how the ledger writes it).
 
-Each event's hash is `sha256(prev_hash + payload)`, where the payload is the event's `at`,
-`request_id`, `type` and `data` as canonical JSON (keys sorted, no spaces, UTF-8 kept), and
-`prev_hash` is the hash of the event before it (64 zeros for the first). So an edited row no longer
-matches its hash, a deleted row leaves a gap in `seq` (and a `prev_hash` that points at nothing),
-and rows put in another order no longer point at their predecessor. `verify` walks the chain from
-the first event and names the first link that does not hold.
+`verify` walks the events from the first and checks each link: the `seq` follows the one before,
+`prev_hash` is that event's hash, and the hash is the keyed HMAC of the two (so a row edited,
+deleted, put in another order, or rewritten with every hash recomputed, shows at its event
+without the key). It then checks the head file beside the ledger: the event it anchored must be
+there, with its hash (cutting the last events off shows). Finally the tables must agree with the
+events: every row of money (`audit_chain.SEALED`) must be as the last event that sealed it says,
+no sealed row may be missing and no row unsealed; the budget totals must be the sums of the
+reservations (from where the chain says they were last pruned).
 
-It reads through one read-only connection in batches, so it runs beside a broker that is writing
-(it sees one consistent snapshot) and never holds the whole log in memory.
+It reads through one read-only connection, in one snapshot, in batches: it runs beside a broker
+that is writing, and never holds a table in memory (the seals go to a temporary table).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from svc_console.ledger.store import GENESIS
+from svc_console.ledger import audit_chain
+from svc_console.ledger.audit_chain import GENESIS, SEALED, link, payloads, row_digest
 
 BATCH = 20_000
-# The encoder the ledger's JSON uses for one string (ensure_ascii=False), without a dumps per call.
-_string = json.encoder.encode_basestring  # type: ignore[attr-defined]
+MOST_PROBLEMS = 20  # table disagreements listed; the count says how many more
 
 
 class AuditError(Exception):
-    """The file cannot be audited at all (missing, not a ledger, unreadable)."""
+    """The file cannot be audited at all (missing, not a ledger, unreadable, no key)."""
 
 
 @dataclass(frozen=True)
@@ -39,89 +40,192 @@ class Break:
 
 @dataclass(frozen=True)
 class AuditReport:
-    """`verified` events hold (all of them when `broken` is None); `head` is the last good hash."""
+    """`verified` events hold (all of them when `broken` is None); `head` is the last good
+    (seq, hash); `problems` are the tables' disagreements with the events, first event first."""
 
     verified: int
     head: str
     broken: Break | None = None
+    problems: list[Break] = field(default_factory=list)
+    more_problems: int = 0
+    anchored: tuple[int, str] | None = None  # what the head file said
 
     @property
     def intact(self) -> bool:
-        return self.broken is None
+        return self.broken is None and not self.problems
 
 
-def payload(at: object, request_id: object, kind: object, data: str) -> str:
-    """The text the ledger hashes after `prev_hash`: `_dumps({"at", "request_id", "type",
-    "data"})` as `Ledger._event` builds it. `data` is the stored column, which is exactly the
-    nested object's canonical JSON, so it is spliced in as it is: any edit of it shows."""
-    request = "null" if request_id is None else _string(request_id)
-    number = repr(at)
-    if "n" in number:  # inf and nan, which JSON spells Infinity and NaN
-        number = json.dumps(at)
-    return f'{{"at":{number},"data":{data},"request_id":{request},"type":{_string(kind)}}}'
+class _Walk:
+    """The chain, link by link, keeping the seals and what the tables are checked against."""
+
+    def __init__(self, conn: sqlite3.Connection, key: bytes):
+        self.conn, self.key = conn, key
+        self.expected_seq, self.previous, self.verified = 1, GENESIS, 0
+        self.pruned_before: float | None = None
+        self.hashes_wanted: dict[int, str | None] = {}
+
+    def run(self, rows: Iterator[tuple]) -> Break | None:
+        for row in rows:
+            broken = self._link(row)
+            if broken is not None:
+                return broken
+        return None
+
+    def _link(self, row: tuple) -> Break | None:
+        seq, at, request_id, kind, data, prev_hash, stored = row
+        if seq != self.expected_seq:
+            return Break(self.expected_seq, _gap(self.expected_seq, seq))
+        if prev_hash != self.previous:
+            before = "the start of the chain" if seq == 1 else f"event {seq - 1}"
+            return Break(
+                seq,
+                f"its prev_hash is not the hash of {before}: rows were reordered, deleted and"
+                " renumbered, or the link was rewritten",
+            )
+        if not _well_typed(at, request_id, kind, data) or not any(
+            link(self.key, prev_hash, text) == stored
+            for text in payloads(at, request_id, kind, data)
+        ):
+            return Break(
+                seq,
+                "its content does not match its keyed hash: the event was edited, or written"
+                " without the ledger's key",
+            )
+        if seq in self.hashes_wanted:
+            self.hashes_wanted[seq] = stored
+        if '"rows":' in data or kind == "budget_pruned":
+            self._facts(seq, kind, json.loads(data))
+        self.previous, self.expected_seq, self.verified = stored, seq + 1, self.verified + 1
+        return None
+
+    def _facts(self, seq: int, kind: str, data: dict) -> None:
+        if kind == "budget_pruned":
+            self.pruned_before = max(self.pruned_before or 0.0, float(data["before"]))
+        seals = data.get("rows") or {}
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO temp.sealed (tbl, pk, digest, seq) VALUES (?, ?, ?, ?)",
+            [(*_split(name), digest, seq) for name, digest in seals.items()],
+        )
 
 
-def _digest(prev_hash: str, text: str) -> str:
-    return hashlib.sha256((prev_hash + text).encode()).hexdigest()
+def _split(name: str) -> tuple[str, object]:
+    table, _, key = name.partition(":")
+    return table, (int(key) if table != "requests" and table != "usage" else key)
 
 
-def _content_holds(row: tuple) -> bool:
-    _seq, at, request_id, kind, data, prev_hash, stored = row
-    if not isinstance(data, str) or not isinstance(kind, str):
-        return False
-    if request_id is not None and not isinstance(request_id, str):
-        return False
-    if not isinstance(at, int | float):
-        return False
-    if _digest(prev_hash, payload(at, request_id, kind, data)) == stored:
-        return True
-    # SQLite keeps `at` as REAL: an event written with a whole-number time was hashed as an int.
+def _well_typed(at: object, request_id: object, kind: object, data: object) -> bool:
     return (
-        isinstance(at, float)
-        and at.is_integer()
-        and _digest(prev_hash, payload(int(at), request_id, kind, data)) == stored
+        isinstance(data, str)
+        and isinstance(kind, str)
+        and (request_id is None or isinstance(request_id, str))
+        and isinstance(at, int | float)
     )
 
 
-def verify_rows(rows: Iterable[tuple]) -> AuditReport:
-    """Walk (seq, at, request_id, type, data, prev_hash, hash) rows in seq order."""
-    expected_seq, previous, verified = 1, GENESIS, 0
-    for row in rows:
-        seq, prev_hash = row[0], row[5]
-        if seq != expected_seq:
-            # seq is the primary key, so rows come unique and ascending: only gaps are possible.
-            gap = (
-                f"event {expected_seq} is"
-                if seq == expected_seq + 1
-                else f"events {expected_seq}-{seq - 1} are"
-            )
-            after = (
-                f"the chain starts at event {seq}"
-                if expected_seq == 1
-                else (f"seq jumps from {expected_seq - 1} to {seq}")
-            )
-            why = f"{gap} missing: {after}"
-            return AuditReport(verified, previous, Break(expected_seq, why))
-        if prev_hash != previous:
-            before = "the start of the chain" if seq == 1 else f"event {seq - 1}"
-            why = (
-                f"its prev_hash is not the hash of {before}: rows were reordered, deleted"
-                " and renumbered, or the link was rewritten"
-            )
-            return AuditReport(verified, previous, Break(seq, why))
-        if not _content_holds(row):
-            why = "its content does not match its hash: the row was edited"
-            return AuditReport(verified, previous, Break(seq, why))
-        previous, expected_seq, verified = row[6], seq + 1, verified + 1
-    return AuditReport(verified, previous)
+def _gap(expected: int, seq: int) -> str:
+    # seq is the primary key, so rows come unique and ascending: only gaps are possible.
+    gap = f"event {expected} is" if seq == expected + 1 else f"events {expected}-{seq - 1} are"
+    after = (
+        f"the chain starts at event {seq}"
+        if expected == 1
+        else f"seq jumps from {expected - 1} to {seq}"
+    )
+    return f"{gap} missing: {after}"
 
 
-def _batches(conn: sqlite3.Connection, size: int) -> Iterator[tuple]:
+def _events(conn: sqlite3.Connection, size: int) -> Iterator[tuple]:
     cursor = conn.execute(
         "SELECT seq, at, request_id, type, data, prev_hash, hash FROM events ORDER BY seq"
     )
     while batch := cursor.fetchmany(size):
         yield from batch
+
+
+# -- the tables against the events ----------------------------------------------------------------
+
+
+def _table_problems(conn: sqlite3.Connection, size: int) -> Iterator[Break]:
+    for table, (key_column, only) in SEALED.items():
+        rows = conn.execute(f'SELECT * FROM "{table}" ORDER BY "{key_column}"')
+        names = [d[0] for d in rows.description]
+        index = names.index(key_column)
+        seals = conn.execute(
+            "SELECT pk, digest, seq FROM temp.sealed WHERE tbl = ? ORDER BY pk", [table]
+        )
+        yield from _merge(table, _batched(rows, size), _batched(seals, size), names, index, only)
+
+
+def _merge(
+    table: str,
+    rows: Iterator[tuple],
+    seals: Iterator[tuple],
+    names: list[str],
+    index: int,
+    only: tuple[str, ...] | None,
+) -> Iterator[Break]:
+    """Rows and seals, both in key order, side by side."""
+    row, seal = next(rows, None), next(seals, None)
+    while row is not None or seal is not None:
+        row_key = row[index] if row is not None else None
+        if seal is None or (row is not None and row_key < seal[0]):
+            yield Break(0, f"{table} row {row_key!r} is in no event: it was written by hand")
+            row = next(rows, None)
+        elif row is None or seal[0] < row_key:
+            yield Break(seal[2], f"{table} row {seal[0]!r}, sealed by event {seal[2]}, is gone")
+            seal = next(seals, None)
+        else:
+            if row_digest(names, row, only) != seal[1]:
+                yield Break(
+                    seal[2], f"{table} row {row_key!r} is not what event {seal[2]} sealed: edited"
+                )
+            row, seal = next(rows, None), next(seals, None)
+
+
+def _batched(cursor: sqlite3.Cursor, size: int) -> Iterator[tuple]:
+    while batch := cursor.fetchmany(size):
+        yield from batch
+
+
+# The totals each reservation adds to (budgets.add), summed: what budget_totals must hold.
+_EXPECTED_TOTALS = """
+    WITH grains(grain) AS (VALUES (60), (3600), (86400))
+    SELECT grain, ((r.slot + grain - 1) / grain) * grain AS at,
+           json_extract(b.value, '$[0]') AS scope, json_extract(b.value, '$[1]') AS key,
+           sum(CASE WHEN r.state = 'reserved' THEN r.reserved_usdc ELSE 0 END) AS reserved,
+           sum(CASE WHEN r.state = 'settled' THEN r.settled_usdc ELSE 0 END) AS settled
+    FROM budget_reservations r, json_each(r.buckets) b, grains
+    GROUP BY 1, 2, 3, 4
+"""
+
+
+def _budget_problems(conn: sqlite3.Connection, pruned_before: float | None) -> Iterator[Break]:
+    conn.execute(f"CREATE TEMP TABLE expected AS {_EXPECTED_TOTALS}")
+    horizon = pruned_before if pruned_before is not None else float("-inf")
+    differing = conn.execute(
+        """SELECT t.grain, t.at, t.scope, t.key, t.reserved_usdc, t.settled_usdc,
+                  coalesce(e.reserved, 0), coalesce(e.settled, 0)
+           FROM budget_totals t LEFT JOIN temp.expected e
+             ON e.grain = t.grain AND e.at = t.at AND e.scope = t.scope AND e.key = t.key
+           WHERE t.reserved_usdc != coalesce(e.reserved, 0)
+              OR t.settled_usdc != coalesce(e.settled, 0)
+           UNION ALL
+           SELECT e.grain, e.at, e.scope, e.key, 0, 0, e.reserved, e.settled
+           FROM temp.expected e
+           WHERE (e.reserved != 0 OR e.settled != 0) AND e.at >= ?
+             AND NOT EXISTS (SELECT 1 FROM budget_totals t WHERE t.grain = e.grain
+                             AND t.at = e.at AND t.scope = e.scope AND t.key = e.key)""",
+        [horizon],
+    )
+    for grain, at, scope, key, reserved, settled, want_reserved, want_settled in differing:
+        yield Break(
+            0,
+            f"budget_totals {scope}:{key} ({grain} s ending {at}) holds {reserved} reserved and"
+            f" {settled} settled (atomic units); the sealed reservations sum to"
+            f" {want_reserved} and {want_settled}",
+        )
+
+
+# -- the whole check -------------------------------------------------------------------------------
 
 
 def open_read_only(path: Path) -> sqlite3.Connection:
@@ -142,13 +246,79 @@ def open_read_only(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def verify(path: Path, batch: int = BATCH) -> AuditReport:
-    """Verify the event chain of the ledger file at `path`, from its first event."""
+def verify(
+    path: Path,
+    *,
+    key: bytes | None = None,
+    anchor: tuple[int, str] | None = None,
+    batch: int = BATCH,
+) -> AuditReport:
+    """Verify the ledger file at `path`: its chain, its head (`anchor`, else the head file
+    beside it) and its tables. `key`: the chain's (default: the ledger's, never made here)."""
     conn = open_read_only(path)
     try:
-        # One statement reads one snapshot, so events a broker appends meanwhile are not seen.
-        return verify_rows(_batches(conn, batch))
+        if key is None:
+            key = _key(path)
+        try:
+            anchor = anchor if anchor is not None else audit_chain.read_head(path)
+        except (OSError, ValueError) as exc:
+            raise AuditError(f"cannot read the head file of {path}: {exc}") from None
+        conn.execute("BEGIN")  # one snapshot for the chain and the tables
+        conn.execute(
+            "CREATE TEMP TABLE sealed (tbl TEXT, pk, digest TEXT, seq INTEGER,"
+            " PRIMARY KEY (tbl, pk))"
+        )
+        walk = _Walk(conn, key)
+        if anchor is not None:
+            walk.hashes_wanted[anchor[0]] = None
+        broken = walk.run(_events(conn, batch))
+        head = walk.previous
+        if broken is None:
+            broken = _head_break(walk, anchor)
+        if broken is not None:
+            return AuditReport(walk.verified, head, broken, anchored=anchor)
+        problems = [*_table_problems(conn, batch), *_budget_problems(conn, walk.pruned_before)]
+        problems.sort(key=lambda p: (p.seq == 0, p.seq))
+        return AuditReport(
+            walk.verified,
+            head,
+            None,
+            problems[:MOST_PROBLEMS],
+            max(0, len(problems) - MOST_PROBLEMS),
+            anchor,
+        )
     except sqlite3.Error as exc:
         raise AuditError(f"cannot read {path}: {exc}") from None
     finally:
         conn.close()
+
+
+def _key(path: Path) -> bytes:
+    from svc_console.config.audit_key import NoAuditKey, audit_key
+
+    try:
+        return audit_key(path, create=False)
+    except (NoAuditKey, OSError, ValueError) as exc:
+        raise AuditError(str(exc)) from None
+
+
+def _head_break(walk: _Walk, anchor: tuple[int, str] | None) -> Break | None:
+    last = walk.verified
+    if anchor is None:
+        if last == 0:
+            return None
+        return Break(
+            last,
+            "there is no head file beside the ledger: whether later events were cut off cannot"
+            " be told (compare the head printed here with one kept elsewhere)",
+        )
+    seq, digest = anchor
+    if seq > last:
+        return Break(
+            last + 1,
+            f"the chain ends at event {last} but its head was anchored at event {seq}: the last"
+            f" {seq - last} events were cut off",
+        )
+    if seq > 0 and walk.hashes_wanted.get(seq) != digest:
+        return Break(seq, f"event {seq} is not the one the head anchored: the chain was rewritten")
+    return None

@@ -13,12 +13,26 @@ copy to follow once the transaction commits.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import sqlite_utils
 
 from svc_console.core.buckets import Bucket, Change, buckets_for, slot_of
 from svc_console.ledger import rows
+
+
+class Chained(Protocol):
+    """The ledger, as far as pruning needs it (its own transactions and events)."""
+
+    db: sqlite_utils.Database
+
+    def transaction(self) -> AbstractContextManager[None]: ...
+
+    def event(self, request_id: str | None, kind: str, data: dict[str, Any], at: float) -> None: ...
+
 
 MINUTE, HOUR, DAY = 60, 3600, 86_400
 GRAINS = (MINUTE, HOUR, DAY)
@@ -99,16 +113,19 @@ def totals_rows(db: sqlite_utils.Database, now: float) -> Iterator[tuple[int, st
         )
 
 
-def prune(db: sqlite_utils.Database, before: float) -> int:
+def prune(ledger: Chained, before: float) -> int:
     """Forget totals no budget window can reach (older than `before`); returns rows removed.
-    The requests, decisions and charges they summed stay in the ledger."""
-    with db.atomic():
+    The requests, decisions and charges they summed stay in the ledger, and the audit chain says
+    where the totals now start (`audit verify` expects none missing after it)."""
+    with ledger.transaction():
         removed = 0
         for grain in GRAINS:
-            cursor = db.execute(
+            cursor = ledger.db.execute(
                 "DELETE FROM budget_totals WHERE grain = ? AND at < ?", [grain, before]
             )
             removed += cursor.rowcount
+        if removed:
+            ledger.event(None, "budget_pruned", {"before": before}, time.time())
     return removed
 
 

@@ -50,12 +50,19 @@ def record(
         "error": error,
         "text": text,
     }
-    with ledger.db.atomic():
+    with ledger.transaction():
         version_id = ledger.db["policy_versions"].insert(row).last_pk
-        ledger._event(  # same package: the event chain is the ledger's own
+        ledger.seal("policy_versions", version_id)
+        ledger.event(
             None,
             "policy_version",
-            {"path": path, "sha256": sha256, "valid": valid, "saved_by": saved_by},
+            {
+                "id": version_id,
+                "path": path,
+                "sha256": sha256,
+                "valid": valid,
+                "saved_by": saved_by,
+            },
             at,
         )
     return _version({**row, "id": version_id})

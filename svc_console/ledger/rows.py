@@ -2,7 +2,7 @@
 
 sqlite-utils' table methods read the schema again on each call (some fifty statements for one
 request's insert and two state changes); these send one statement each. Table and column names
-are the ledger's own, never an agent's or a provider's text.
+are the ledger's own, never an agent's or a provider's text. And the values such rows hold.
 """
 
 from __future__ import annotations
@@ -11,6 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import sqlite_utils
+
+from svc_console.core.models import Estimate
+from svc_console.core.money import to_atomic
 
 
 def insert(db: sqlite_utils.Database, table: str, row: Mapping[str, Any]) -> int:
@@ -31,3 +34,19 @@ def update(db: sqlite_utils.Database, table: str, key: Any, values: Mapping[str,
     )
     if cursor.rowcount != 1:
         raise KeyError(f"{table} {key!r}")
+
+
+def estimate_units(estimate: Estimate | dict | None) -> int | None:
+    """The estimate's amount in atomic units, kept beside its JSON so the pending list sorts by
+    an index (schema `_v5`); NULL without an estimate."""
+    if estimate is None:
+        return None
+    return to_atomic(Estimate.model_validate(estimate).amount_usdc)
+
+
+def jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
+    return value

@@ -1,7 +1,9 @@
 """The ledger: one SQLite file (WAL), written through sqlite-utils by one broker at a time.
 
 Every change of a request's state is one transaction together with its event, so the event log and
-the tables never disagree. A decision is its own committed transaction before any execution row
+the tables never disagree; the transaction seals the rows it wrote into its last event and anchors
+the chain's head outside the ledger (`audit_chain`), so `audit verify` can tell them apart when
+someone else edits either. A decision is its own committed transaction before any execution row
 exists (DESIGN.md invariant 1); an execution row exists before the proxy is called, so a crash
 mid-call leaves evidence (invariant 3).
 """
@@ -10,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import sqlite3
@@ -21,15 +22,16 @@ from typing import Any
 
 import sqlite_utils
 
+from svc_console.config.audit_key import audit_key
 from svc_console.core.buckets import Change
-from svc_console.core.models import Decision, Estimate, Evidence, Outcome, SpendRequest
+from svc_console.core.models import Decision, Evidence, Outcome, SpendRequest
 from svc_console.core.money import from_atomic, to_atomic
 from svc_console.core.states import FINAL, State, check_transition
-from svc_console.ledger import budgets, rows
+from svc_console.ledger import audit_chain, budgets, event_data, rows
+from svc_console.ledger.audit_chain import GENESIS
 from svc_console.ledger.request_windows import RequestQuery
 from svc_console.ledger.schema import migrate
 
-GENESIS = "0" * 64
 _JSON_COLUMNS = ("inputs", "endpoint", "estimate", "risk", "verdict", "submitter")
 # States in which an approval's budget reservation is given back: nothing was or will be paid on it.
 _RELEASES = frozenset({State.failed, State.denied, State.expired, State.cancelled, State.repriced})
@@ -43,14 +45,14 @@ class PastLifetime(Exception):
     """An operator's decision that came after the request's lifetime ran out."""
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+_dumps = audit_chain.dumps
 
 
 class Ledger:
-    def __init__(self, path: Path, *, exclusive: bool = True):
+    def __init__(self, path: Path, *, exclusive: bool = True, key: bytes | None = None):
         """Open (creating if needed) the ledger. `exclusive` takes the writer's lock, so two brokers
-        never interleave decisions and executions on one file."""
+        never interleave decisions and executions on one file. `key` is the audit chain's
+        (default: the ledger's own, from `config.audit_key`, made the first time)."""
         self.path = path
         self._lock_fd: int | None = None
         # Told of the budget totals' changes once their transaction commits (policy's totals).
@@ -74,8 +76,14 @@ class Ledger:
             sidecar = Path(f"{path}{suffix}")
             if sidecar.exists():
                 sidecar.chmod(0o600)
-        last = self.db.execute("SELECT hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-        self._last_hash = last[0] if last else GENESIS
+        key = audit_key(path) if key is None else key
+        if exclusive and audit_chain.is_plain(self.db.conn):
+            with self.db.atomic():  # a ledger from before the chain was keyed
+                audit_chain.rekey(self.db.conn, key)
+        last = self.db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        self._chain = audit_chain.Chain(key, (last[0], last[1]) if last else (0, GENESIS))
+        if exclusive:
+            self._anchor()
 
     @staticmethod
     def _open(path: Path) -> sqlite_utils.Database:
@@ -104,34 +112,34 @@ class Ledger:
             self._lock_fd = None
 
     @contextlib.contextmanager
-    def _committing(self) -> Iterator[None]:
-        """One transaction; the budget changes it made reach the listeners after it commits."""
+    def transaction(self) -> Iterator[None]:
+        """One transaction: its events are linked and its rows sealed just before it commits,
+        the head is anchored after, and the budget changes it made reach the listeners then."""
         self._budget_changes = []
+        self._chain.begin()
         with self.db.atomic():
             yield
+            head = self._chain.seal(self.db.conn)
+        if head is not None:
+            self._chain.took(head)
+            self._anchor()
         changes, self._budget_changes = self._budget_changes, []
         for listener in self.budget_listeners if changes else ():
             listener(changes)
 
     # -- events -------------------------------------------------------------------------------
 
-    def _event(self, request_id: str | None, kind: str, data: dict[str, Any], at: float) -> None:
-        """Append one link of the hash chain; callers hold the transaction."""
-        payload = _dumps({"at": at, "request_id": request_id, "type": kind, "data": data})
-        digest = hashlib.sha256((self._last_hash + payload).encode()).hexdigest()
-        rows.insert(
-            self.db,
-            "events",
-            {
-                "at": at,
-                "request_id": request_id,
-                "type": kind,
-                "data": _dumps(data),
-                "prev_hash": self._last_hash,
-                "hash": digest,
-            },
-        )
-        self._last_hash = digest
+    def event(self, request_id: str | None, kind: str, data: dict[str, Any], at: float) -> None:
+        """Add one event to the chain; callers hold the transaction."""
+        self._chain.event(request_id, kind, data, at)
+
+    def seal(self, table: str, key: Any) -> None:
+        """Seal this row (of `audit_chain.SEALED`) as it stands when the transaction commits."""
+        self._chain.touch(table, key)
+
+    def _anchor(self) -> None:
+        if self._lock_fd is not None:  # the writer's: a reader never moves the head
+            audit_chain.write_head(self.path, self._chain.seq, self._chain.hash)
 
     def record_refusal(
         self, request_id: str, reason: str, evidence: Evidence, at: float | None = None
@@ -139,8 +147,8 @@ class Ledger:
         """Keep a refused attempt to decide a request (by the agent itself, or without the
         operator passphrase) in the audit chain, with who tried."""
         data = {"reason": reason, "evidence": evidence.model_dump(mode="json")}
-        with self.db.atomic():
-            self._event(request_id, "decision_refused", data, time.time() if at is None else at)
+        with self.transaction():
+            self.event(request_id, "decision_refused", data, time.time() if at is None else at)
 
     def events(self, request_id: str) -> list[dict[str, Any]]:
         return list(self.db["events"].rows_where("request_id = ?", [request_id], order_by="seq"))
@@ -152,16 +160,16 @@ class Ledger:
         row["max_usdc"] = to_atomic(request.max_usdc) if request.max_usdc is not None else None
         row["agent_verified"] = int(request.agent_verified)
         row["provider"] = request.endpoint.provider if request.endpoint else None
-        row["estimate_usdc"] = _estimate_units(request.estimate)
+        row["estimate_usdc"] = rows.estimate_units(request.estimate)
         for column in _JSON_COLUMNS:
             if row.get(column) is not None:
                 row[column] = _dumps(row[column])
-        with self.db.atomic():
+        with self.transaction():
             rows.insert(self.db, "requests", row)
-            received = {"agent": request.agent, "agent_verified": request.agent_verified}
-            if request.submitter is not None:
-                received["submitter"] = request.submitter.model_dump(mode="json")
-            self._event(request.id, "received", received, request.created_at)
+            self.seal("requests", request.id)
+            self.event(
+                request.id, "received", event_data.received(request, row), request.created_at
+            )
 
     def get(self, request_id: str) -> SpendRequest | None:
         row = self.db.execute("SELECT * FROM requests WHERE id = ?", [request_id]).fetchone()
@@ -192,23 +200,31 @@ class Ledger:
         """Move a request to `target`, checking the state machine, with any fields it learned
         (endpoint, estimate, risk, verdict, reason, expires_at, funding_url) in one transaction."""
         at = time.time() if at is None else at
-        with self._committing():
+        with self.transaction():
             current = self._state(request_id)
             check_transition(current, target)
             self._write_state(request_id, target, at, fields)
 
-    def _write_state(self, request_id: str, target: State, at: float, fields: dict) -> None:
+    def _write_state(
+        self,
+        request_id: str,
+        target: State,
+        at: float,
+        fields: dict,
+        event: dict[str, Any] | None = None,
+    ) -> None:
         updates: dict[str, Any] = {"state": str(target), "updated_at": at}
         for key, value in fields.items():
             if key in _JSON_COLUMNS:
-                value = _dumps(_jsonable(value)) if value is not None else None
+                value = _dumps(rows.jsonable(value)) if value is not None else None
             updates[key] = value
         if fields.get("endpoint") is not None:
             updates["provider"] = fields["endpoint"].provider
         if "estimate" in fields:
-            updates["estimate_usdc"] = _estimate_units(fields["estimate"])
+            updates["estimate_usdc"] = rows.estimate_units(fields["estimate"])
         rows.update(self.db, "requests", request_id, updates)
-        self._event(request_id, str(target), {"reason": fields.get("reason")}, at)
+        self.seal("requests", request_id)
+        self.event(request_id, str(target), {"reason": fields.get("reason"), **(event or {})}, at)
         if target in _RELEASES:
             change = budgets.release(self.db, request_id, at)
             if change is not None:
@@ -235,7 +251,7 @@ class Ledger:
         before this returns, so no execution can start on an unrecorded decision. An approval
         reserves its ceiling in the budget totals in the same transaction (and in the totals of
         `budget_rule`, the auto-approve rule that made it)."""
-        with self._committing():
+        with self.transaction():
             check_transition(self._state(request_id), target)
             if target in (State.approved, State.denied):
                 # In the decision's own transaction: the expiry sweep may not have run yet.
@@ -262,8 +278,12 @@ class Ledger:
                 },
             )
             reason = None if decision.approved else decision.note
+            self.seal("decisions", decision_id)
             self._write_state(request_id, target, decision.at, {"reason": reason, **fields})
-            self._event(request_id, "decision", _decision_event(decision), decision.at)
+            data = {"decision_id": decision_id, "budget_rule": budget_rule}
+            self.event(
+                request_id, "decision", {**event_data.decision(decision), **data}, decision.at
+            )
             if decision.approved and decision.ceiling_usdc is not None:
                 amount = to_atomic(decision.ceiling_usdc)
                 self._budget_changes.append(
@@ -295,7 +315,7 @@ class Ledger:
         self, request_id: str, decision_id: int, attempt: int, idempotency_key: str, at: float
     ) -> int:
         """Record an attempt as in flight and move the request to `executing`, in one commit."""
-        with self.db.atomic():
+        with self.transaction():
             check_transition(self._state(request_id), State.executing)
             execution_id = rows.insert(
                 self.db,
@@ -309,7 +329,9 @@ class Ledger:
                     "status": "in_flight",
                 },
             )
-            self._write_state(request_id, State.executing, at, {"reason": None})
+            self.seal("executions", execution_id)
+            started = {"execution_id": execution_id, "decision_id": decision_id, "attempt": attempt}
+            self._write_state(request_id, State.executing, at, {"reason": None}, started)
         return int(execution_id)
 
     def finish_execution(
@@ -322,7 +344,7 @@ class Ledger:
         error: str | None = None,
         **fields: Any,
     ) -> None:
-        with self._committing():
+        with self.transaction():
             found = self.db.execute(
                 "SELECT request_id FROM executions WHERE id = ?", [execution_id]
             ).fetchone()
@@ -343,7 +365,13 @@ class Ledger:
                     "error": error,
                 },
             )
-            self._write_state(request_id, target, at, {"reason": error, **fields})
+            self.seal("executions", execution_id)
+            finished = {
+                "execution_id": execution_id,
+                "charged_usdc": str(outcome.charged_usdc) if outcome else None,
+                "chain": outcome.chain if outcome else None,
+            }
+            self._write_state(request_id, target, at, {"reason": error, **fields}, finished)
             if target == State.succeeded and outcome is not None:
                 charged = to_atomic(outcome.charged_usdc)
                 change = budgets.settle(self.db, request_id, charged, at)
@@ -458,29 +486,3 @@ class Ledger:
         ).fetchone()
         row["outcome"] = json.loads(outcome[0]) if outcome else None
         return SpendRequest.model_validate(row)
-
-
-def _decision_event(decision: Decision) -> dict[str, Any]:
-    """What the audit chain keeps of a decision: who made it, as observed, and up to what."""
-    return {
-        "approved": decision.approved,
-        "by": decision.by,
-        "ceiling_usdc": str(decision.ceiling_usdc) if decision.ceiling_usdc is not None else None,
-        "evidence": decision.evidence.model_dump(mode="json") if decision.evidence else None,
-    }
-
-
-def _estimate_units(estimate: Estimate | dict | None) -> int | None:
-    """The estimate's amount in atomic units, kept beside its JSON so the pending list sorts by
-    an index (schema `_v5`); NULL without an estimate."""
-    if estimate is None:
-        return None
-    return to_atomic(Estimate.model_validate(estimate).amount_usdc)
-
-
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    return value

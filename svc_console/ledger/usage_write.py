@@ -90,7 +90,7 @@ def sync_usage(
     conn = ledger.db.conn
     inserted = updated = 0
     touched: list[str] = []
-    with ledger.db.atomic():
+    with ledger.transaction():
         ids = list(latest)
         for chunk in _chunks(ids):
             marks = ",".join("?" * len(chunk))
@@ -114,6 +114,10 @@ def sync_usage(
             updated += len(changed)
             touched += fresh + changed
         flagged = _reconcile_ids(conn, touched)
+        if touched:
+            for charge_id in touched:
+                ledger.seal("usage", charge_id)
+            ledger.event(None, "usage_synced", {"inserted": inserted, "updated": updated}, now)
     return SyncResult(received, inserted, updated, received - inserted - updated, flagged)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import random
 import shutil
@@ -35,12 +36,14 @@ from typing import Any
 
 from harness import REPO
 
+from svc_console.config.audit_key import audit_key, key_file
 from svc_console.core.models import EndpointRecord, Estimate, Verdict
+from svc_console.core.private_files import write_private
 from svc_console.ledger import Ledger
 from svc_console.sandbox.catalog import catalog, settleable_chains
 from svc_console.sandbox.pricing import estimate as quoted_price
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3  # 3: events linked with the ledger's audit key (HMAC)
 SEED = 8402
 LEDGER_SIZES = (10_000, 100_000, 1_000_000)
 PENDING_COUNT = 10_000
@@ -72,7 +75,7 @@ def _dumps_small(data: tuple[tuple[str, Any], ...]) -> str:
 
 
 def _event_payload(at: float, request_id: str, kind: str, data_json: str) -> str:
-    # Exactly `_dumps({"at", "request_id", "type", "data"})` as Ledger._event hashes it (keys
+    # Exactly `_dumps({"at", "request_id", "type", "data"})` as the ledger links it (keys
     # sorted; ids and states need no escaping), written out for speed.
     return f'{{"at":{at!r},"data":{data_json},"request_id":"{request_id}","type":"{kind}"}}'
 
@@ -283,6 +286,7 @@ def _fill(path: Path, items: Iterator[tuple[dict, dict | None, dict | None, list
     # The schema (and any migration) comes from the ledger itself; the rows go in with plain SQL,
     # many to a transaction, as no broker could write them one by one in a reasonable time.
     Ledger(path).close()
+    key = audit_key(path)  # the one the ledger just made: the chain is linked as it links it
     db = sqlite3.connect(path)
     # Bulk load: no journal, and the indexes built once at the end rather than row by row.
     db.execute("PRAGMA journal_mode=OFF")
@@ -316,7 +320,7 @@ def _fill(path: Path, items: Iterator[tuple[dict, dict | None, dict | None, list
         for at, request_id, kind, data in request_events:
             data_json = _dumps_small(tuple(data.items()))
             payload = _event_payload(at, request_id, kind, data_json)
-            digest = hashlib.sha256((previous + payload).encode()).hexdigest()
+            digest = hmac.new(key, (previous + payload).encode(), hashlib.sha256).hexdigest()
             events.append(
                 {
                     "at": at,
@@ -413,6 +417,8 @@ def copy_ledger(source: Path, home: Path) -> Path:
     target = home / "ledger-sandbox.db"
     shutil.copyfile(source, target)
     target.chmod(0o600)
+    # Its audit key goes with it: without it the console would start a new key on an old chain.
+    write_private(key_file(target), key_file(source).read_text())
     return target
 
 

@@ -14,7 +14,7 @@ import pytest
 from svc_console.agent import AsyncAgent
 from svc_console.cli import main
 from svc_console.config.paths import Paths
-from svc_console.core.models import SpendRequest
+from svc_console.core.models import Decision, Outcome, Receipt, SpendRequest
 from svc_console.core.states import State
 from svc_console.ledger import Ledger
 from svc_console.ledger.audit import AuditError, verify
@@ -159,23 +159,41 @@ def test_tampering_is_found_at_the_right_event(ledger_file, statements, seq, why
     assert report.verified == seq - 1
 
 
-def test_an_edited_row_with_its_hash_recomputed_breaks_the_next_link(ledger_file: Path):
+def test_a_rewrite_with_every_hash_recomputed_is_found_without_the_key(ledger_file: Path):
+    """An event rewritten and every link after it recomputed, as plain SHA-256 (what the chain
+    was before it was keyed) or as an HMAC with a key of the forger's: the first link is not the
+    ledger's."""
     import hashlib
+    import hmac
 
-    from svc_console.ledger.audit import payload
+    from svc_console.ledger.audit_chain import GENESIS, stored_payload
 
-    conn = sqlite3.connect(ledger_file)
-    at, request_id, kind, prev = conn.execute(
-        "SELECT at, request_id, type, prev_hash FROM events WHERE seq = 6"
-    ).fetchone()
-    data = '{"reason":"approved after all"}'
-    forged = hashlib.sha256((prev + payload(at, request_id, kind, data)).encode()).hexdigest()
-    with conn:
-        conn.execute("UPDATE events SET data = ?, hash = ? WHERE seq = 6", [data, forged])
-    conn.close()
-    report = verify(ledger_file)
-    assert report.broken is not None and report.broken.seq == 7
-    assert "not the hash of event 6" in report.broken.why
+    for name, forge in (
+        ("plain", lambda text: hashlib.sha256(text.encode()).hexdigest()),
+        ("other key", lambda text: hmac.new(b"k" * 32, text.encode(), "sha256").hexdigest()),
+    ):
+        conn = sqlite3.connect(ledger_file)
+        previous = GENESIS
+        with conn:
+            rows = conn.execute(
+                "SELECT seq, at, request_id, type, data FROM events ORDER BY seq"
+            ).fetchall()
+            for seq, at, request_id, kind, data in rows:
+                if seq == 6:
+                    data = '{"reason":"approved after all"}'
+                digest = forge(previous + stored_payload(at, request_id, kind, data))
+                conn.execute(
+                    "UPDATE events SET data = ?, prev_hash = ?, hash = ? WHERE seq = ?",
+                    [data, previous, digest, seq],
+                )
+                previous = digest
+            last = rows[-1][0]
+        conn.close()
+        # The head file too, as a thorough forger would.
+        (ledger_file.parent / "ledger.db.head").write_text(f'{{"seq":{last},"hash":"{previous}"}}')
+        report = verify(ledger_file)
+        assert report.broken is not None and report.broken.seq == 1, name
+        assert "without the ledger's key" in report.broken.why
 
 
 def test_batches_meet_without_a_seam(ledger_file: Path):
@@ -183,6 +201,57 @@ def test_batches_meet_without_a_seam(ledger_file: Path):
     assert verify(ledger_file, batch=4).verified == EVENTS
     tamper(ledger_file, "UPDATE events SET data = '{}' WHERE seq = 9")
     assert verify(ledger_file, batch=4).broken.seq == 9  # type: ignore[union-attr]
+
+
+def test_the_key_lives_outside_the_ledger_and_without_it_nothing_is_verified(
+    ledger_file: Path, capsys: pytest.CaptureFixture[str]
+):
+    key_file = ledger_file.with_name("ledger.db.key")
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    conn = sqlite3.connect(ledger_file)
+    stored = b"".join(
+        str(cell).encode()
+        for table in ("events", "requests")
+        for row in conn.execute(f"SELECT * FROM {table}")
+        for cell in row
+    )
+    conn.close()
+    assert key_file.read_text().strip().encode() not in stored
+    key_file.rename(ledger_file.with_name("elsewhere"))
+    with pytest.raises(AuditError, match="no audit key"):
+        verify(ledger_file)
+    assert main(["audit", "verify", "--ledger", str(ledger_file)]) == 2
+    assert "no audit key" in capsys.readouterr().err
+
+
+def test_a_plain_chain_from_before_is_keyed_when_the_ledger_opens(tmp_path: Path):
+    """A ledger written before the chain was keyed (plain SHA-256 links, no seals) is relinked
+    with the key and its rows sealed, once, when the broker opens it; then it verifies."""
+    import hashlib
+
+    from svc_console.ledger.audit_chain import GENESIS, stored_payload
+
+    path = tmp_path / "ledger.db"
+    write_ledger(path, requests=2)
+    conn = sqlite3.connect(path)
+    previous = GENESIS
+    with conn:
+        for seq, at, request_id, kind, data in conn.execute(
+            "SELECT seq, at, request_id, type, data FROM events ORDER BY seq"
+        ).fetchall():
+            digest = hashlib.sha256(
+                (previous + stored_payload(at, request_id, kind, data)).encode()
+            ).hexdigest()
+            conn.execute(
+                "UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?", [previous, digest, seq]
+            )
+            previous = digest
+    conn.close()
+    Ledger(path).close()
+    report = verify(path)
+    assert report.intact, (report.broken, report.problems)
+    # The old events, one sealing the requests' rows, one saying the chain is keyed from here.
+    assert report.verified == 2 * 3 + 2
 
 
 def test_what_is_not_a_ledger_is_an_audit_error(tmp_path: Path):
@@ -225,7 +294,18 @@ def test_cli_exit_0_with_the_count(ledger_file: Path, capsys: pytest.CaptureFixt
     assert main(["audit", "verify", "--ledger", str(ledger_file)]) == 0
     out, err = capsys.readouterr()
     assert out.count("\n") == 1 and not err
-    assert f"{EVENTS} events verified; chain intact, head " in out
+    assert f"{EVENTS} events verified; chain intact, tables agree; head {EVENTS}:" in out
+    head = out.rsplit("head ", 1)[1].strip()
+    # The head kept elsewhere proves the same later; a head that is not in the chain does not.
+    assert main(["audit", "verify", "--ledger", str(ledger_file), "--head", head]) == 0
+    capsys.readouterr()
+    forged = head[:-1] + ("0" if head[-1] != "0" else "1")
+    assert main(["audit", "verify", "--ledger", str(ledger_file), "--head", forged]) == 1
+    assert "not the one the head anchored" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as usage:
+        main(["audit", "verify", "--ledger", str(ledger_file), "--head", "x"])
+    assert usage.value.code == 2
+    assert "must be SEQ:HASH" in capsys.readouterr().err
 
 
 def test_cli_exit_1_names_the_first_break(ledger_file: Path, capsys: pytest.CaptureFixture[str]):
@@ -276,3 +356,184 @@ def test_cli_errors_are_one_line_without_a_traceback(tmp_path: Path, home: Path)
         assert result.stdout == ""
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("svc-console: ")
         assert "Traceback" not in result.stderr and "\x1b" not in result.stderr
+
+
+# -- the money: every fact that moves or permits it is in the chain -----------------------------
+
+
+def write_money_ledger(path: Path) -> None:
+    """A ledger that holds one of every fact of money: a request approved with a ceiling,
+    executed and charged (its budget reserved, then settled), a policy version, usage synced."""
+    from svc_console.core.usage import UsageCharge
+    from svc_console.ledger import policy_versions
+    from svc_console.ledger.usage_write import sync_usage
+
+    write_ledger(path, requests=2)
+    ledger = Ledger(path)
+    try:
+        at = 1_795_000_100.0
+        ledger.insert_request(
+            SpendRequest(
+                id="req_paid",
+                agent="bot",
+                kind="market_call",
+                endpoint_id="ep_websearch_basic",
+                inputs={"query": "solar"},
+                purpose="paid",
+                state=State.received,
+                created_at=at,
+                updated_at=at,
+            )
+        )
+        ledger.transition("req_paid", State.inspecting, at=at + 1)
+        ledger.transition("req_paid", State.pending, at=at + 2, expires_at=at + 1000)
+        decision = Decision(approved=True, by="operator", at=at + 3, ceiling_usdc="0.05")
+        decision_id = ledger.decide("req_paid", decision, State.approved)
+        execution = ledger.start_execution("req_paid", decision_id, 1, "req_paid-1", at=at + 4)
+        receipt = Receipt(
+            protocol="x402", network="base", transaction="0xabc", idempotency_key="req_paid-1"
+        )
+        outcome = Outcome(
+            status=200,
+            content_type="application/json",
+            body="{}",
+            charged_usdc="0.04",
+            chain="base",
+            receipt=receipt,
+        )
+        ledger.finish_execution(execution, State.succeeded, at=at + 5, outcome=outcome)
+        policy_versions.record(
+            ledger,
+            path="SKILLS.md",
+            text="```policy\nper_call_max_usdc: 1\n```\n",
+            sha256="f" * 64,
+            at=at + 6,
+            saved_by=None,
+            valid=True,
+        )
+        charges = [
+            UsageCharge.model_validate(
+                {
+                    "id": f"ch_{n}",
+                    "createdAt": at + 7 + n,
+                    "resourceId": "ep_websearch_basic",
+                    "chain": "base",
+                    "protocol": "x402",
+                    "amountUsdc": "0.04",
+                    "idempotencyKey": "req_paid-1" if n == 0 else None,
+                }
+            )
+            for n in range(3)
+        ]
+        sync_usage(ledger, charges, now=at + 20)
+    finally:
+        ledger.close()
+
+
+@pytest.fixture
+def money_file(tmp_path: Path) -> Path:
+    path = tmp_path / "ledger.db"
+    write_money_ledger(path)
+    return path
+
+
+def sealed_by(path: Path, name: str) -> int:
+    """The last event that sealed row `name` ("table:key"), as the ledger wrote it."""
+    import json
+
+    conn = sqlite3.connect(path)
+    found = [
+        seq
+        for seq, data in conn.execute("SELECT seq, data FROM events ORDER BY seq")
+        if name in (json.loads(data).get("rows") or {})
+    ]
+    conn.close()
+    assert found, name
+    return found[-1]
+
+
+def test_a_ledger_of_money_verifies_and_every_table_is_sealed(money_file: Path):
+    report = verify(money_file)
+    assert report.intact, (report.broken, report.problems)
+    for name in ("requests:req_paid", "decisions:1", "executions:1", "budget_reservations:1"):
+        assert sealed_by(money_file, name)
+    assert sealed_by(money_file, "policy_versions:1") and sealed_by(money_file, "usage:ch_2")
+
+
+PAID = "requests:req_paid"
+RESERVATION = "budget_reservations:1"
+MONEY_TAMPERING = [
+    ("decision-ceiling", ["UPDATE decisions SET ceiling_usdc = 5000000"], "decisions:1", "edited"),
+    ("decision-by", ["UPDATE decisions SET by = 'policy:all'"], "decisions:1", "edited"),
+    ("charged", ["UPDATE executions SET charged_usdc = 1"], "executions:1", "edited"),
+    ("state", ["UPDATE requests SET state = 'denied' WHERE id = 'req_paid'"], PAID, "edited"),
+    ("inputs", ["UPDATE requests SET inputs = '{}' WHERE id = 'req_paid'"], PAID, "edited"),
+    ("decision-deleted", ["DELETE FROM decisions"], "decisions:1", "is gone"),
+    ("execution-deleted", ["DELETE FROM executions"], "executions:1", "is gone"),
+    ("reservation", ["UPDATE budget_reservations SET settled_usdc = 0"], RESERVATION, "edited"),
+    ("policy", ["UPDATE policy_versions SET text = 'nothing'"], "policy_versions:1", "edited"),
+    ("usage-deleted", ["DELETE FROM usage WHERE id = 'ch_1'"], "usage:ch_1", "is gone"),
+    ("usage-amount", ["UPDATE usage SET amount = 1 WHERE id = 'ch_2'"], "usage:ch_2", "edited"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("statements", "row", "why"),
+    [case[1:] for case in MONEY_TAMPERING],
+    ids=[case[0] for case in MONEY_TAMPERING],
+)
+def test_an_edit_of_money_is_found_at_the_event_that_sealed_it(money_file, statements, row, why):
+    seq = sealed_by(money_file, row)
+    tamper(money_file, *statements)
+    report = verify(money_file)
+    assert report.broken is None  # the chain itself holds: the tables disagree with it
+    assert report.problems, "the edit was not found"
+    first = report.problems[0]
+    assert first.seq == seq and why in first.why, report.problems
+    table, key = row.split(":")
+    assert f"{table} row" in first.why and key in first.why
+
+
+def test_a_row_of_money_written_by_hand_is_found(money_file: Path):
+    tamper(
+        money_file,
+        "INSERT INTO decisions (request_id, approved, by, at, ceiling_usdc)"
+        " VALUES ('req_000', 1, 'operator', 1.0, 9000000)",
+    )
+    report = verify(money_file)
+    assert any("decisions row 2 is in no event" in p.why for p in report.problems), report
+
+
+def test_wiped_budget_totals_are_found(money_file: Path):
+    tamper(money_file, "DELETE FROM budget_totals")
+    report = verify(money_file)
+    assert report.broken is None and report.problems
+    assert all(p.why.startswith("budget_totals ") for p in report.problems)
+    assert "the sealed reservations sum to 0 and 40000" in report.problems[0].why
+    tamper(money_file, "UPDATE budget_reservations SET state = 'released'")
+    assert any("budget_reservations row 1" in p.why for p in verify(money_file).problems)
+
+
+def test_cutting_the_last_events_off_is_found_by_the_head(money_file: Path):
+    conn = sqlite3.connect(money_file)
+    last = conn.execute("SELECT max(seq) FROM events").fetchone()[0]
+    conn.close()
+    tamper(money_file, f"DELETE FROM events WHERE seq > {last - 2}")
+    report = verify(money_file)
+    assert report.broken is not None and report.broken.seq == last - 1
+    assert f"head was anchored at event {last}" in report.broken.why
+    assert "the last 2 events were cut off" in report.broken.why
+    (money_file.parent / "ledger.db.head").unlink()
+    report = verify(money_file)
+    assert report.broken is not None and "no head file" in report.broken.why
+
+
+def test_the_cli_lists_what_the_tables_disagree_on(money_file, capsys):
+    tamper(money_file, "UPDATE executions SET charged_usdc = 1", "DELETE FROM budget_totals")
+    assert main(["audit", "verify", "--ledger", str(money_file)]) == 1
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert "chain intact" in lines[0] and "the tables disagree with it" in lines[0]
+    seq = sealed_by(money_file, "executions:1")
+    assert lines[1] == f"  event {seq}: executions row 1 is not what event {seq} sealed: edited"
+    assert any(line.startswith("  budget_totals ") for line in lines[2:])

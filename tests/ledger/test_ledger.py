@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import sqlite3
 from decimal import Decimal
@@ -46,6 +47,7 @@ def test_an_execution_cannot_start_without_an_approval(ledger):
 
 
 def test_events_form_a_hash_chain(ledger):
+    key = bytes.fromhex(ledger.path.with_name(ledger.path.name + ".key").read_text().strip())
     ledger.insert_request(_request("req_1"))
     ledger.insert_request(_request("req_2"))
     ledger.transition("req_1", State.inspecting)
@@ -58,7 +60,10 @@ def test_events_form_a_hash_chain(ledger):
             separators=(",", ":"), sort_keys=True, ensure_ascii=False,
         )  # fmt: skip
         assert prev_hash == previous
-        assert digest == hashlib.sha256((previous + payload).encode()).hexdigest()
+        # Keyed: an HMAC-SHA256 with the ledger's key, kept beside it, never in it.
+        expected = hmac.new(key, (previous + payload).encode(), hashlib.sha256).hexdigest()
+        assert digest == expected
+        assert digest != hashlib.sha256((previous + payload).encode()).hexdigest()
         previous = digest
     assert len(rows) == 3
 

@@ -1,0 +1,267 @@
+"""The ledger's event chain as the ledger writes it, and what makes it evidence about the money.
+
+Three things, so that neither an edit of a table nor a rewrite of the chain goes unseen:
+
+- Each event's hash is an HMAC-SHA256 of the hash before it and the event's payload, keyed with a
+  key kept outside the ledger (`config.audit_key`): whoever can write the file cannot compute a
+  link, so rewriting an event and every hash after it no longer passes.
+- The rows a transaction wrote in the tables that move or permit money (`SEALED`) are sealed into
+  the last event of that transaction: each row's digest, by table and key. A later edit,
+  deletion or insertion of such a row disagrees with the last seal of that row (`audit` checks).
+- The chain's head (last seq and hash) is written to a file beside the ledger after each commit,
+  so cutting the last events off shows too; `audit verify` prints it for keeping elsewhere.
+
+Digests cover a row's non-null columns as canonical JSON, so a column a later schema adds (null
+in old rows) leaves old seals valid. Usage rows are sealed on what the service charged (the
+columns reconciliation never rewrites).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+GENESIS = "0" * 64
+# table -> (key column, the columns sealed; None: every column)
+SEALED: dict[str, tuple[str, tuple[str, ...] | None]] = {
+    "requests": ("id", None),
+    "decisions": ("id", None),
+    "executions": ("id", None),
+    "budget_reservations": ("id", None),
+    "policy_versions": ("id", None),
+    "usage": (
+        "id",
+        (
+            "id",
+            "at",
+            "kind",
+            "resource",
+            "chain",
+            "protocol",
+            "amount",
+            "idempotency_key",
+            "receipt",
+        ),
+    ),
+}
+SEALS_PER_EVENT = 5000  # when many rows are sealed at once (a first sealing, a big usage sync)
+_CHUNK = 500  # host parameters per IN (...) list
+# The encoder the ledger's JSON uses for one string (ensure_ascii=False), without a dumps per call.
+_string = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def link(key: bytes, prev_hash: str, payload: str) -> str:
+    """One link: HMAC-SHA256(key, prev_hash + payload), hex."""
+    return hmac.new(key, (prev_hash + payload).encode(), hashlib.sha256).hexdigest()
+
+
+def plain_link(prev_hash: str, payload: str) -> str:
+    """A link as ledgers wrote them before the chain was keyed (plain SHA-256)."""
+    return hashlib.sha256((prev_hash + payload).encode()).hexdigest()
+
+
+def event_payload(at: float, request_id: str | None, kind: str, data: dict[str, Any]) -> str:
+    return dumps({"at": at, "request_id": request_id, "type": kind, "data": data})
+
+
+def stored_payload(at: object, request_id: object, kind: object, data: str) -> str:
+    """`event_payload` rebuilt from a stored row: `data` is the stored column, which is exactly
+    the nested object's canonical JSON, so it is spliced in as it is: any edit of it shows."""
+    request = "null" if request_id is None else _string(request_id)
+    number = repr(at)
+    if "n" in number:  # inf and nan, which JSON spells Infinity and NaN
+        number = json.dumps(at)
+    return f'{{"at":{number},"data":{data},"request_id":{request},"type":{_string(kind)}}}'
+
+
+def payloads(at: object, request_id: object, kind: object, data: str) -> Iterator[str]:
+    """The payloads a stored event may have been linked with: SQLite keeps `at` as REAL, so an
+    event written with a whole-number time was linked with it as an int."""
+    yield stored_payload(at, request_id, kind, data)
+    if isinstance(at, float) and at.is_integer():
+        yield stored_payload(int(at), request_id, kind, data)
+
+
+def row_digest(names: Sequence[str], values: Sequence[Any], only: Iterable[str] | None) -> str:
+    row = dict(zip(names, values, strict=True))
+    wanted = row.keys() if only is None else only
+    return hashlib.sha256(
+        dumps({name: row[name] for name in wanted if row.get(name) is not None}).encode()
+    ).hexdigest()[:32]
+
+
+def seal_key(table: str, key: Any) -> str:
+    return f"{table}:{key}"
+
+
+def digests(conn: sqlite3.Connection, table: str, keys: Sequence[Any]) -> Iterator[tuple[Any, str]]:
+    """(key, digest) of the rows of `table` with these keys (a key with no row is left out)."""
+    key_column, only = SEALED[table]
+    for start in range(0, len(keys), _CHUNK):
+        chunk = list(keys[start : start + _CHUNK])
+        cursor = conn.execute(
+            f'SELECT * FROM "{table}" WHERE "{key_column}" IN ({",".join("?" * len(chunk))})',
+            chunk,
+        )
+        names = [d[0] for d in cursor.description]
+        index = names.index(key_column)
+        for values in cursor:
+            yield values[index], row_digest(names, values, only)
+
+
+class Chain:
+    """The links a transaction adds, held until it seals them just before it commits."""
+
+    def __init__(self, key: bytes, head: tuple[int, str]):
+        self.key = key
+        self.seq, self.hash = head
+        self._events: list[tuple[str | None, str, dict[str, Any], float]] = []
+        self._touched: dict[str, dict[Any, None]] = {}
+
+    def begin(self) -> None:
+        self._events, self._touched = [], {}
+
+    def event(self, request_id: str | None, kind: str, data: dict[str, Any], at: float) -> None:
+        self._events.append((request_id, kind, data, at))
+
+    def touch(self, table: str, key: Any) -> None:
+        self._touched.setdefault(table, {})[key] = None
+
+    def seal(self, conn: sqlite3.Connection) -> tuple[int, str] | None:
+        """Write the transaction's events, its rows' seals in the last; returns the new head
+        (None when the transaction wrote no event), to be taken once the commit holds."""
+        touched = self._touched.get("requests")
+        if touched:
+            # Reservations change with their request (reserved, settled, released).
+            for start in range(0, len(keys := list(touched)), _CHUNK):
+                chunk = keys[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                for (row_id,) in conn.execute(
+                    f"SELECT id FROM budget_reservations WHERE request_id IN ({marks})", chunk
+                ):
+                    self.touch("budget_reservations", row_id)
+        seals = {
+            seal_key(table, key): digest
+            for table, keys in self._touched.items()
+            for key, digest in digests(conn, table, list(keys))
+        }
+        events, self._events, self._touched = self._events, [], {}
+        if seals and not events:
+            raise RuntimeError("rows of money written with no event to seal them in")
+        if not events:
+            return None
+        # The last event carries the seals; a great many (a big usage sync) go in more events.
+        parts = list(seals.items())
+        last_request, last_kind, last_data, last_at = events[-1]
+        first, rest = dict(parts[:SEALS_PER_EVENT]), parts[SEALS_PER_EVENT:]
+        events[-1] = (last_request, last_kind, {**last_data, "rows": first}, last_at)
+        for start in range(0, len(rest), SEALS_PER_EVENT):
+            more = dict(rest[start : start + SEALS_PER_EVENT])
+            events.append((None, "rows_sealed", {"rows": more}, last_at))
+        return self.append(conn, events)
+
+    def append(
+        self,
+        conn: sqlite3.Connection,
+        events: Sequence[tuple[str | None, str, dict[str, Any], float]],
+    ) -> tuple[int, str]:
+        seq, previous = self.seq, self.hash
+        for request_id, kind, data, at in events:
+            digest = link(self.key, previous, event_payload(at, request_id, kind, data))
+            seq = conn.execute(
+                "INSERT INTO events (at, request_id, type, data, prev_hash, hash)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [at, request_id, kind, dumps(data), previous, digest],
+            ).lastrowid or (seq + 1)
+            previous = digest
+        return seq, previous
+
+    def took(self, head: tuple[int, str]) -> None:
+        self.seq, self.hash = head
+
+
+# -- the head anchored outside the ledger -------------------------------------------------------
+
+
+def head_path(ledger: Path) -> Path:
+    return ledger.with_name(ledger.name + ".head")
+
+
+def write_head(ledger: Path, seq: int, digest: str) -> None:
+    """Replace the head file (owner-only) in one rename: a reader sees the old or the new. The
+    temporary file is made afresh (no symlink followed), and the folder is never changed."""
+    path = head_path(ledger)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        temporary.unlink()
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(dumps({"seq": seq, "hash": digest}) + "\n")
+    os.replace(temporary, path)
+
+
+def read_head(ledger: Path) -> tuple[int, str] | None:
+    """(seq, hash) from the head file, None when there is none; ValueError when unreadable."""
+    with contextlib.suppress(FileNotFoundError):
+        record = json.loads(head_path(ledger).read_text())
+        if not isinstance(record, dict):
+            raise ValueError("not a head record")
+        return int(record["seq"]), str(record["hash"])
+    return None
+
+
+def is_plain(conn: sqlite3.Connection) -> bool:
+    """Whether the chain was written before it was keyed: its first link is plain SHA-256."""
+    first = conn.execute(
+        "SELECT at, request_id, type, data, hash FROM events ORDER BY seq LIMIT 1"
+    ).fetchone()
+    if first is None:
+        return False
+    at, request_id, kind, data, stored = first
+    return any(plain_link(GENESIS, p) == stored for p in payloads(at, request_id, kind, data))
+
+
+def rekey(conn: sqlite3.Connection, key: bytes) -> tuple[int, str] | None:
+    """Turn a chain of plain SHA-256 links into keyed ones, in the caller's transaction, and seal
+    every row the tables already hold (they were written before rows were sealed). Only a chain
+    that holds link by link is rekeyed: a broken one is left as it is (None), for `audit verify`
+    to report."""
+    old, new, seq = GENESIS, GENESIS, 0
+    relinked = []
+    for seq, at, request_id, kind, data, prev_hash, stored in conn.execute(
+        "SELECT seq, at, request_id, type, data, prev_hash, hash FROM events ORDER BY seq"
+    ).fetchall():
+        payload = next(
+            (p for p in payloads(at, request_id, kind, data) if plain_link(old, p) == stored),
+            None,
+        )
+        if payload is None or prev_hash != old:
+            return None
+        old, new = stored, link(key, new, payload)
+        relinked.append((relinked[-1][1] if relinked else GENESIS, new, seq))
+    conn.executemany("UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?", relinked)
+    events = []
+    for table, (key_column, _only) in SEALED.items():
+        keys = [row[0] for row in conn.execute(f'SELECT "{key_column}" FROM "{table}"')]
+        for start in range(0, len(keys), SEALS_PER_EVENT):
+            part = keys[start : start + SEALS_PER_EVENT]
+            seals = {seal_key(table, k): d for k, d in digests(conn, table, part)}
+            events.append((None, "rows_sealed", {"rows": seals}, time.time()))
+    events.append((None, "chain_keyed", {}, time.time()))
+    return Chain(key, (seq, new)).append(conn, events)

@@ -37,6 +37,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+
+    # Past a file-size limit a write fails (EFBIG) and is reported below, instead of the signal
+    # ending the process mid-write with nothing said.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     args = parser().parse_args(argv)
     try:
         return args.run(args)
@@ -50,3 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as exc:  # a full disk, a file-size limit, a folder gone: said, not traced
+        from svc_console.core.sanitize import inert_line
+
+        where = f" ({inert_line(str(exc.filename), 200)})" if exc.filename else ""
+        print(f"svc-console: {inert_line(exc.strerror or str(exc), 200)}{where}", file=sys.stderr)
+        return 2

@@ -88,7 +88,7 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         conn = open_reader(ledger)
     except sqlite3.Error as exc:
-        raise CommandError(f"cannot read {ledger}: {exc}") from None
+        raise CommandError(f"cannot read {ledger}: {exc}", EXIT_USAGE) from None
     try:
         if args.output is None:
             export(conn, f, fmt, sys.stdout)
@@ -96,9 +96,9 @@ def run_export(args: argparse.Namespace) -> int:
             return 0
         written = export_file(conn, f, fmt, args.output)
     except ExportError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(str(exc), EXIT_USAGE) from None
     except sqlite3.Error as exc:
-        raise CommandError(f"cannot read {ledger}: {exc}") from None
+        raise CommandError(f"cannot read {ledger}: {exc}", EXIT_USAGE) from None
     except BrokenPipeError:
         # The reader (head, a pager) stopped listening: not an error. Standard output is pointed
         # at /dev/null so the interpreter's last flush does not complain either.

@@ -183,7 +183,7 @@ def test_errors_are_one_line_and_change_nothing(seeded: Paths, tmp_path: Path, c
 
     folder = tmp_path / "a-folder"
     folder.mkdir()
-    assert main(["usage", "export", "--output", str(folder)]) == 1
+    assert main(["usage", "export", "--output", str(folder)]) == 2
     assert "is a folder" in capsys.readouterr().err
     assert list(folder.iterdir()) == []
 

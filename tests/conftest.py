@@ -17,6 +17,11 @@ from svc_console.broker import BrokerConfig
 from svc_console.config.paths import Paths
 from svc_console.runtime import Runtime
 
+# A decision's evidence names the deciding process (its /proc comm); screens show it. The same
+# name whether the suite was started as `python -m pytest` or as `pytest`, so snapshots agree.
+with open("/proc/self/comm", "w") as comm:
+    comm.write("python")
+
 
 @pytest.fixture(autouse=True)
 def no_os_keyring() -> Iterator[None]:

@@ -32,18 +32,19 @@ from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams, SubmitParams
 from svc_console.config.paths import Paths
 from svc_console.config.service import ServiceConfig
+from svc_console.core.funding import FundingFlow, Stage, safe_link
 from svc_console.core.models import FundingCheckout
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
 from svc_console.sandbox.wallet_keys import WalletKeys
+from svc_console.services.qr import qr_lines
 from svc_console.tui import bindings
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.colors import Palette
 from svc_console.tui.wallet import screen as wallet
 from svc_console.tui.wallet.awaiting import AwaitingFunds
-from svc_console.tui.wallet.flow import FundingFlow, Stage, safe_link
 from svc_console.tui.wallet.funding import link_text, render_flow
-from svc_console.tui.wallet.qr import QrCode, qr_lines
+from svc_console.tui.wallet.qr import QrCode
 from svc_console.tui.wallet.screen import WalletScreen
 
 SEARCH = {

@@ -27,6 +27,7 @@ from textual.worker import Worker, WorkerState
 
 from svc_console.broker import Broker, BrokerError
 from svc_console.core.account import AgentWallets
+from svc_console.core.funding import FundingFlow, Stage, required
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
@@ -41,7 +42,6 @@ from svc_console.tui.messages import RequestChanged
 from svc_console.tui.navigation import register_screen
 from svc_console.tui.wallet.awaiting import AwaitingFunds
 from svc_console.tui.wallet.balances import WalletBalances
-from svc_console.tui.wallet.flow import FundingFlow, Stage, required
 from svc_console.tui.wallet.funding import FundingPanel
 from svc_console.tui.widgets.banner import service_banner
 from svc_console.tui.widgets.queue import endpoint_name

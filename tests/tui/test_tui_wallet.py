@@ -11,12 +11,11 @@ from decimal import Decimal
 from typing import Any
 
 import base58
-import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from eth_account import Account as EthAccount
-from helpers import FakeClock
+from helpers import FakeClock, fund_like_a_browser
 from rich.console import Console
 from textual.pilot import Pilot
 from tui_support import (
@@ -139,21 +138,6 @@ async def checkout_started(pilot: Pilot[Any]) -> FundingFlow:
     flow = screen(pilot.app).flow
     assert flow is not None and flow.checkout is not None
     return flow
-
-
-async def fund_like_a_browser(checkout_url: str) -> Decimal:
-    """Open the checkout page and submit its form as it stands: what an operator's browser does."""
-    async with httpx.AsyncClient() as browser:
-        page = await browser.get(checkout_url)
-        assert page.status_code == 200
-        token = re.search(r'name="token" value="([^"]+)"', page.text)
-        amount = re.search(r'name="amount" value="([^"]+)"', page.text)
-        assert token and amount
-        funded = await browser.post(
-            checkout_url, data={"token": token.group(1), "amount": amount.group(1)}
-        )
-        assert funded.status_code == 200, funded.text
-    return Decimal(amount.group(1))
 
 
 # -- snapshots ------------------------------------------------------------------------------------

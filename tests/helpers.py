@@ -84,3 +84,41 @@ def operator(runtime):
     from svc_console.agent import AsyncAgent
 
     return AsyncAgent(None, runtime.paths.operator_socket, token="", client="svc-console")
+
+
+async def awaiting_funds(runtime, sandbox, *, balance: str = "0", agent: str = "research-bot"):
+    """A web search approved while the sandbox wallet holds `balance` (less than its 0.01 USDC):
+    it ends `awaiting_funds`. Returns its id."""
+    from svc_console.broker.params import ApproveParams, SubmitParams
+    from svc_console.core.states import State
+
+    broker = runtime.broker
+    sandbox.state.set_balance(balance)
+    request = await broker.submit(
+        SubmitParams(agent=agent, kind="market_call", purpose="background research", **SEARCH)
+    )
+    await eventually(lambda: broker.get(request.id).state == State.pending)
+    await broker.approve(ApproveParams(request_id=request.id))
+    await eventually(lambda: broker.get(request.id).state == State.awaiting_funds)
+    return request.id
+
+
+async def fund_like_a_browser(checkout_url: str):
+    """Open the checkout page and submit its form as it stands: what an operator's browser does.
+    Returns the amount credited (a Decimal)."""
+    import re
+    from decimal import Decimal
+
+    import httpx
+
+    async with httpx.AsyncClient() as browser:
+        page = await browser.get(checkout_url)
+        assert page.status_code == 200
+        token = re.search(r'name="token" value="([^"]+)"', page.text)
+        amount = re.search(r'name="amount" value="([^"]+)"', page.text)
+        assert token and amount
+        funded = await browser.post(
+            checkout_url, data={"token": token.group(1), "amount": amount.group(1)}
+        )
+        assert funded.status_code == 200, funded.text
+    return Decimal(amount.group(1))

@@ -62,6 +62,13 @@ class IdempotencyConflict(BrokerError):
     code, reason = -32009, "idempotency_conflict"
 
 
+class MarketFailed(BrokerError):
+    """The marketplace did not answer an operator's step usably (a balance read, a funding
+    checkout); nothing was recorded or spent. The message says which step, inert."""
+
+    code, reason = -32010, "market_error"
+
+
 class PassphraseRequired(NotAuthorised):
     """A decision over the operator socket without the operator passphrase, or with a wrong one.
     A kind of `not_authorised`, with its own reason so the CLI knows to ask for it."""

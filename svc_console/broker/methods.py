@@ -2,18 +2,20 @@
 served on, and who a caller is.
 
 The agents' socket serves `console.hello` and `spend.*`; the operator socket serves
-`console.hello`, `approvals.*` and `agents.sync`. A method asked of the wrong socket is refused,
-never served: an agent cannot reach an operator method whatever it says. On the agents' socket
-every call speaks for the identity the connection is bound to (`agent_access`), and requests,
-idempotency keys, waits and cancels are that identity's alone: another agent's request is
-`unknown_request`. The handlers validate their params (pydantic) and speak to the Broker; the
+`console.hello`, `approvals.*`, `wallet.fund_*` (funding a request that waits for funds, through
+to its single retry: `broker.funding`) and `agents.sync`. A method asked of the wrong socket is
+refused, never served: an agent cannot reach an operator method whatever it says. On the agents'
+socket every call speaks for the identity the connection is bound to (`agent_access`), and
+requests, idempotency keys, waits and cancels are that identity's alone: another agent's request
+is `unknown_request`. The handlers validate their params (pydantic) and speak to the Broker; the
 transport and the framing stay in `socket_server` and `jsonrpc`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -22,10 +24,12 @@ from svc_console import __version__
 from svc_console.broker import errors, jsonrpc
 from svc_console.broker.agent_access import AgentAccess, Identity
 from svc_console.broker.deciders import Decider, Peer, submitter_of
+from svc_console.broker.funding import Funding
 from svc_console.broker.limits import Limits
 from svc_console.broker.params import (
     ApproveParams,
     DenyParams,
+    FundWaitParams,
     HelloParams,
     ListParams,
     RequestParams,
@@ -136,12 +140,18 @@ class Methods:
     async def wait(self, caller: Caller, params: dict[str, Any]) -> Any:
         wait = WaitParams.model_validate(params)
         self._own(caller, wait.request_id)
+        with self._waiting(caller):
+            return public(await self.broker.wait(wait.request_id, wait.timeout_s))
+
+    @contextlib.contextmanager
+    def _waiting(self, caller: Caller) -> Iterator[None]:
+        """A call that may take long (a wait), within the connection's limit of them."""
         most = self.limits.max_waits_per_connection
         if caller.waits >= most:
             raise errors.Busy(f"at most {most} waits per connection")
         caller.waits += 1
         try:
-            return public(await self.broker.wait(wait.request_id, wait.timeout_s))
+            yield
         finally:
             caller.waits -= 1
 
@@ -211,6 +221,25 @@ class Methods:
         await self._unlock(denial.request_id, denial.passphrase, decider)
         return public(await self.broker.deny(denial, decider))
 
+    async def fund_start(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """A funding checkout for what the wallet lacks of what the request needs."""
+        request_id = RequestParams.model_validate(params).request_id
+        return await Funding(self.broker).start(request_id)
+
+    async def fund_wait(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """Until the balance covers the request, changes, or the request stops waiting."""
+        wait = FundWaitParams.model_validate(params)
+        with self._waiting(caller):
+            return await Funding(self.broker).wait(
+                wait.request_id, wait.timeout_s, wait.balance_usdc
+            )
+
+    async def fund_retry(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """The single retry, once the balance covers the request; the request when it ends."""
+        wait = WaitParams.model_validate(params)
+        with self._waiting(caller):
+            return public(await Funding(self.broker).retry(wait.request_id, wait.timeout_s))
+
     async def sync_agents(self, caller: Caller, params: dict[str, Any]) -> Any:
         """After `svc-console agents revoke`: cancel what revoked agents left undecided."""
         revoked = self._access().registry.revoked()
@@ -252,6 +281,9 @@ TABLE: dict[str, Entry] = {
     "approvals.list": Entry(Methods.list_approvals, OPERATOR),
     "approvals.approve": Entry(Methods.approve, OPERATOR),
     "approvals.deny": Entry(Methods.deny, OPERATOR),
+    "wallet.fund_start": Entry(Methods.fund_start, OPERATOR),
+    "wallet.fund_wait": Entry(Methods.fund_wait, OPERATOR),
+    "wallet.fund_retry": Entry(Methods.fund_retry, OPERATOR),
     "agents.sync": Entry(Methods.sync_agents, OPERATOR),
 }
 

@@ -55,6 +55,13 @@ class WaitParams(RequestParams):
     timeout_s: float = Field(30.0, ge=0, le=MAX_WAIT_S)
 
 
+class FundWaitParams(WaitParams):
+    """`wallet.fund_wait`: `balance_usdc` is the balance the caller last saw (a change ends the
+    wait, so the caller can say so)."""
+
+    balance_usdc: Usdc | None = None
+
+
 class ApproveParams(RequestParams):
     confirm_amount: Usdc | None = None
     note: str | None = Field(None, max_length=500)

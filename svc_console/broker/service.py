@@ -43,6 +43,8 @@ class BrokerConfig:
     # Above this ceiling the operator types the amount to approve (a policy may set it lower).
     confirm_above_usdc: Decimal | None = Decimal("1")
     expiry_tick_s: float = 0.2
+    # How often the balance is read while a request waits for funds (`wallet.fund_wait`).
+    funding_poll_s: float = 2.0
 
 
 # What a request is: the same idempotency key must come with the same of each (as Stripe does).
@@ -95,6 +97,8 @@ class Broker:
         self._listeners: list[Listener] = []
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        # The funding retries under way, by request: one at a time, awaited by `retried`.
+        self._retries: dict[str, asyncio.Task[Any]] = {}
         self._expiry: asyncio.Task[None] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -238,8 +242,20 @@ class Broker:
         latest = self.ledger.latest_decision(request_id)
         if latest is None or self.ledger.attempts(request_id, latest[0]) >= MAX_ATTEMPTS:
             raise errors.WrongState(f"request {request_id} has had its one retry")
-        self._spawn(self._execute(request_id), f"retry-{request_id}")
+        if request_id in self._retries:  # asked twice (the TUI and the CLI) before it started
+            raise errors.WrongState(f"request {request_id} is being retried")
+        task = self._spawn(self._execute(request_id), f"retry-{request_id}")
+        self._retries[request_id] = task
+        task.add_done_callback(lambda _: self._retries.pop(request_id, None))
         return request
+
+    async def retried(self, request_id: str, timeout_s: float) -> SpendRequest:
+        """The request once its funding retry has ended (or at the timeout): its state then.
+        Waiting here never stops the retry."""
+        task = self._retries.get(request_id)
+        if task is not None:
+            await asyncio.wait({task}, timeout=timeout_s)
+        return self.get(request_id)
 
     def refuse(self, request_id: str, reason: str, decider: Decider) -> None:
         """Record a decision refused before it reached the request (a wrong passphrase)."""
@@ -254,10 +270,11 @@ class Broker:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, Any], name: str) -> None:
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         task = asyncio.create_task(coroutine, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _take_in(self, request: SpendRequest) -> None:
         try:

@@ -16,6 +16,7 @@ from svc_console.cli import (
     operators,
     policy,
     usage,
+    wallet,
 )
 from svc_console.cli.errors import CommandError
 
@@ -31,7 +32,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"svc-console {__version__}")
     commands = top.add_subparsers(title="commands", metavar="COMMAND")
     console.add_commands(top, commands)
-    for group in (agent, agents, approvals, operators, onboarding, audit, policy, usage):
+    for group in (agent, agents, approvals, wallet, operators, onboarding, audit, policy, usage):
         group.add_commands(commands)
     return top
 

@@ -11,12 +11,11 @@ from decimal import Decimal
 from typing import Any
 
 import base58
-import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from eth_account import Account as EthAccount
-from helpers import FakeClock
+from helpers import FakeClock, fund_like_a_browser
 from rich.console import Console
 from textual.pilot import Pilot
 from tui_support import (
@@ -32,18 +31,19 @@ from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams, SubmitParams
 from svc_console.config.paths import Paths
 from svc_console.config.service import ServiceConfig
+from svc_console.core.funding import FundingFlow, Stage, safe_link
 from svc_console.core.models import FundingCheckout
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
 from svc_console.sandbox.wallet_keys import WalletKeys
+from svc_console.services.qr import qr_lines
 from svc_console.tui import bindings
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.colors import Palette
 from svc_console.tui.wallet import screen as wallet
 from svc_console.tui.wallet.awaiting import AwaitingFunds
-from svc_console.tui.wallet.flow import FundingFlow, Stage, safe_link
 from svc_console.tui.wallet.funding import link_text, render_flow
-from svc_console.tui.wallet.qr import QrCode, qr_lines
+from svc_console.tui.wallet.qr import QrCode
 from svc_console.tui.wallet.screen import WalletScreen
 
 SEARCH = {
@@ -138,21 +138,6 @@ async def checkout_started(pilot: Pilot[Any]) -> FundingFlow:
     flow = screen(pilot.app).flow
     assert flow is not None and flow.checkout is not None
     return flow
-
-
-async def fund_like_a_browser(checkout_url: str) -> Decimal:
-    """Open the checkout page and submit its form as it stands: what an operator's browser does."""
-    async with httpx.AsyncClient() as browser:
-        page = await browser.get(checkout_url)
-        assert page.status_code == 200
-        token = re.search(r'name="token" value="([^"]+)"', page.text)
-        amount = re.search(r'name="amount" value="([^"]+)"', page.text)
-        assert token and amount
-        funded = await browser.post(
-            checkout_url, data={"token": token.group(1), "amount": amount.group(1)}
-        )
-        assert funded.status_code == 200, funded.text
-    return Decimal(amount.group(1))
 
 
 # -- snapshots ------------------------------------------------------------------------------------

@@ -10,12 +10,12 @@ from decimal import Decimal
 
 from rich.text import Text
 
+from svc_console.core.funding import required, shortfall
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
 from svc_console.tui import present
 from svc_console.tui.colors import Palette
-from svc_console.tui.wallet.flow import required, shortfall
 from svc_console.tui.widgets.paged_table import PagedTable
 from svc_console.tui.widgets.queue import endpoint_name
 

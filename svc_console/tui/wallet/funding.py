@@ -2,7 +2,7 @@
 address as a terminal link, and its QR code.
 
 The address comes from the service, so it is shown inert and becomes a link only when it is a
-plain http(s) URL (`wallet_flow.safe_link`); anything else is shown as text and never encoded.
+plain http(s) URL (`core.funding.safe_link`); anything else is shown as text and never encoded.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Static
 
-from svc_console.core.money import format_usdc
+from svc_console.core.funding import FundingFlow, Stage, safe_link, step_line
 from svc_console.core.sanitize import inert_line
 from svc_console.tui.colors import Palette
-from svc_console.tui.wallet.flow import STEP_TITLES, FundingFlow, Stage, safe_link
 from svc_console.tui.wallet.qr import QrCode
 
 URL_LIMIT = 120
@@ -39,43 +38,6 @@ def link_text(url: str, style: str = "") -> Text:
     return Text(shown, style=link, overflow="fold")
 
 
-def _usdc(amount: object) -> str:
-    return f"{format_usdc(amount)} USDC"  # type: ignore[arg-type]
-
-
-def _step_line(flow: FundingFlow, stage: Stage) -> tuple[str, str]:
-    """What a step says now, with the tone of its mark."""
-    if stage == Stage.checkout:
-        if flow.checkout_skipped:
-            return "no checkout needed: the balance already covers the request", "good"
-        if flow.checkout is not None:
-            amount = flow.amount
-            return (f"checkout started for {_usdc(amount)}" if amount else "checkout started"), ""
-        return f"starting a checkout for what {flow.request_id} lacks…", ""
-    if stage == Stage.waiting:
-        if flow.balance is not None and flow.stage <= Stage.waiting:
-            return (
-                f"waiting for funds: the wallet holds {_usdc(flow.balance)}"
-                f" of the {_usdc(flow.required)} needed",
-                "",
-            )
-        return "waiting for funds", ""
-    if stage == Stage.funded:
-        if flow.stage >= Stage.funded and flow.balance is not None:
-            return (
-                f"funded: {_usdc(flow.balance)} covers the {_usdc(flow.required)} needed",
-                "",
-            )
-        return "funded", ""
-    if stage == Stage.retrying:
-        if flow.stage >= Stage.retrying:
-            return "retried once, within the same approval", ""
-        return STEP_TITLES[stage], ""
-    if flow.outcome is not None:
-        return flow.outcome, flow.outcome_tone
-    return STEP_TITLES[stage], ""
-
-
 def render_flow(flow: FundingFlow, title: Text, colours: Palette) -> Table:
     """The flow as a grid: a mark (✓ done, ▸ in progress, ✗ stopped, · to come), the step."""
     grid = Table.grid(padding=(0, 1))
@@ -83,7 +45,7 @@ def render_flow(flow: FundingFlow, title: Text, colours: Palette) -> Table:
     grid.add_column(ratio=1)
     grid.add_row(Text(""), title)
     for stage in Stage:
-        text, tone = _step_line(flow, stage)
+        text, tone = step_line(flow, stage)
         style = colours.tone(tone)
         if stage < flow.stage:
             mark, mark_style = "✓", colours.good

@@ -2,16 +2,17 @@
 that wait for funds with what each lacks, and funding one of them through to its single retry.
 
 Funding is one worker per request, and it never touches a widget: it reads the balance, starts a
-funding checkout for what is missing (`WalletClient.funding_checkout`), reads the balance again
+funding checkout for what is missing (`broker.funding.open_checkout`), reads the balance again
 every `POLL_S` seconds until it covers what the request was approved for, then asks the broker for
-the one retry the spec allows (`Broker.retry_funded`). Each step is a message; the screen keeps
+the one retry the spec allows (`Broker.retry_funded`); `svc-console wallet fund` takes the same
+steps over the operator socket. Each step is a message; the screen keeps
 the `FundingFlow` and draws it, and the broker's news about the request gives the outcome. The
 checkout's address is shown inert, linked and encoded as a QR code only when it is plain http(s).
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from decimal import Decimal
@@ -26,7 +27,9 @@ from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
 from svc_console.broker import Broker, BrokerError
+from svc_console.broker.funding import balance_reads, describe, open_checkout
 from svc_console.core.account import AgentWallets
+from svc_console.core.funding import FundingFlow, Stage, required
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
@@ -41,7 +44,6 @@ from svc_console.tui.messages import RequestChanged
 from svc_console.tui.navigation import register_screen
 from svc_console.tui.wallet.awaiting import AwaitingFunds
 from svc_console.tui.wallet.balances import WalletBalances
-from svc_console.tui.wallet.flow import FundingFlow, Stage, required
 from svc_console.tui.wallet.funding import FundingPanel
 from svc_console.tui.widgets.banner import service_banner
 from svc_console.tui.widgets.queue import endpoint_name
@@ -74,11 +76,6 @@ COMMANDS = (
     _command("down", "j", "cursor(1)", "Next", "Select the next request", show=False),
     _command("up", "k", "cursor(-1)", "Previous", "Select the previous request", show=False),
 )
-
-
-def describe(exc: MarketError) -> str:
-    """A market error in one line; its text came from the network."""
-    return inert_line(exc.message, 200)
 
 
 # -- messages from the workers ---------------------------------------------------------------------
@@ -365,19 +362,13 @@ class WalletScreen(Screen[None]):
             self.post_message(FundingStep(request_id, change))
 
         try:
-            balance = (await self.market.account.wallets()).balance_usdc
-        except MarketError as exc:
-            problem = f"the balance could not be read: {describe(exc)}"
-            step(partial(FundingFlow.failed, problem=problem))
+            balance, checkout = await open_checkout(self.market, needed)
+        except BrokerError as exc:  # which step failed, and why
+            step(partial(FundingFlow.failed, problem=exc.message))
             return
-        if balance >= needed:
+        if checkout is None:
             step(partial(FundingFlow.covered_already, balance=balance))
         else:
-            try:
-                checkout = await self.market.wallet.funding_checkout(needed - balance)
-            except MarketError as exc:
-                step(partial(FundingFlow.failed, problem=f"the checkout failed: {describe(exc)}"))
-                return
             step(partial(FundingFlow.checkout_started, checkout=checkout))
             balance = await self._wait_for_funds(needed, step)
             step(partial(FundingFlow.funded, balance=balance))
@@ -393,18 +384,17 @@ class WalletScreen(Screen[None]):
         self, needed: Decimal, step: Callable[[Callable[[FundingFlow], FundingFlow]], None]
     ) -> Decimal:
         """Read the balance until it covers `needed`; a failed read is noted and tried again."""
-        while True:
-            await asyncio.sleep(POLL_S)
-            try:
-                wallets = await self.market.account.wallets()
-            except MarketError as exc:
-                note = f"the balance could not be read ({describe(exc)}); trying again"
-                step(partial(FundingFlow.noted, note=note))
-                continue
-            self.post_message(WalletRead(wallets))
-            if wallets.balance_usdc >= needed:
-                return wallets.balance_usdc
-            step(partial(FundingFlow.seen_balance, balance=wallets.balance_usdc))
+        async with contextlib.aclosing(balance_reads(self.market, POLL_S)) as reads:
+            async for read in reads:
+                if isinstance(read, MarketError):
+                    note = f"the balance could not be read ({describe(read)}); trying again"
+                    step(partial(FundingFlow.noted, note=note))
+                    continue
+                self.post_message(WalletRead(read))
+                if read.balance_usdc >= needed:
+                    return read.balance_usdc
+                step(partial(FundingFlow.seen_balance, balance=read.balance_usdc))
+        raise AssertionError("the balance is read until it covers the request")
 
     def on_funding_step(self, message: FundingStep) -> None:
         flow = self.flow

@@ -1,9 +1,11 @@
-"""The funding of one request that waits for funds, as the operator follows it on the wallet screen:
-checkout started → waiting for funds → funded → retrying once → outcome.
+"""The funding of one request that waits for funds, as the operator follows it on the wallet screen
+or from `svc-console wallet fund`: checkout started → waiting for funds → funded → retrying once →
+outcome.
 
 A `FundingFlow` is an immutable record of where that path stands; the wallet screen replaces it
-as the worker's messages and the broker's news arrive, and the funding panel draws it. Nothing
-here does I/O or knows of widgets, so each step can be checked on its own.
+as the worker's messages and the broker's news arrive, and the funding panel draws it; the CLI
+replaces it as the operator socket answers and prints each step. Nothing here does I/O or knows
+of widgets or terminals, so each step can be checked on its own, and both say the same words.
 
 What a request needs is its approved ceiling: the retry may spend up to that and never more, so a
 balance that covers the ceiling is sure to cover the retry (the runtime price may be lower).
@@ -154,3 +156,40 @@ class FundingFlow:
             outcome_tone=_OUTCOME_TONES.get(state, "high"),
             note=None,
         )
+
+
+def _usdc(amount: object) -> str:
+    return f"{format_usdc(amount)} USDC"  # type: ignore[arg-type]
+
+
+def step_line(flow: FundingFlow, stage: Stage) -> tuple[str, str]:
+    """What a step says now, with the tone of its mark (a tone of the TUI's palette)."""
+    if stage == Stage.checkout:
+        if flow.checkout_skipped:
+            return "no checkout needed: the balance already covers the request", "good"
+        if flow.checkout is not None:
+            amount = flow.amount
+            return (f"checkout started for {_usdc(amount)}" if amount else "checkout started"), ""
+        return f"starting a checkout for what {flow.request_id} lacks…", ""
+    if stage == Stage.waiting:
+        if flow.balance is not None and flow.stage <= Stage.waiting:
+            return (
+                f"waiting for funds: the wallet holds {_usdc(flow.balance)}"
+                f" of the {_usdc(flow.required)} needed",
+                "",
+            )
+        return "waiting for funds", ""
+    if stage == Stage.funded:
+        if flow.stage >= Stage.funded and flow.balance is not None:
+            return (
+                f"funded: {_usdc(flow.balance)} covers the {_usdc(flow.required)} needed",
+                "",
+            )
+        return "funded", ""
+    if stage == Stage.retrying:
+        if flow.stage >= Stage.retrying:
+            return "retried once, within the same approval", ""
+        return STEP_TITLES[stage], ""
+    if flow.outcome is not None:
+        return flow.outcome, flow.outcome_tone
+    return STEP_TITLES[stage], ""

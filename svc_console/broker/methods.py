@@ -32,10 +32,12 @@ from svc_console.broker.params import (
     FundWaitParams,
     HelloParams,
     ListParams,
+    ReadParams,
     RequestParams,
     SubmitParams,
     WaitParams,
 )
+from svc_console.broker.reads import Reads
 from svc_console.broker.secret_refusal import refuse_secrets
 from svc_console.broker.service import Broker
 from svc_console.core.models import SpendRequest
@@ -72,6 +74,9 @@ class Methods:
     role: Role
     access: AgentAccess | None = None  # the agents' socket's
     passphrase: Passphrase | None = None  # the operator socket's, when one may be set
+
+    def __post_init__(self) -> None:
+        self.reads = Reads(self.broker)
 
     async def call(self, caller: Caller, method: str, params: dict[str, Any]) -> Any:
         entry = TABLE.get(method)
@@ -141,7 +146,9 @@ class Methods:
         wait = WaitParams.model_validate(params)
         self._own(caller, wait.request_id)
         with self._waiting(caller):
-            return public(await self.broker.wait(wait.request_id, wait.timeout_s))
+            changes = wait.until == "change"
+            request = await self.broker.wait(wait.request_id, wait.timeout_s, any_change=changes)
+            return public(request)
 
     @contextlib.contextmanager
     def _waiting(self, caller: Caller) -> Iterator[None]:
@@ -154,6 +161,23 @@ class Methods:
             yield
         finally:
             caller.waits -= 1
+
+    async def tools(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """The service's free and paid tools with their input schemas (`reads`)."""
+        self._identity(caller, None)
+        return {"tools": await self.reads.tools()}
+
+    async def read(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """One of the service's free tools, answered through the console and recorded."""
+        read = ReadParams.model_validate(params)
+        identity = self._identity(caller, None)
+        return await self.reads.read(identity.name, read.tool, read.arguments)
+
+    async def job(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """The status of the compute job one of the caller's own requests started."""
+        request_id = RequestParams.model_validate(params).request_id
+        request = self._own(caller, request_id)
+        return await self.reads.job(request.agent, request)
 
     async def cancel(self, caller: Caller, params: dict[str, Any]) -> Any:
         request_id = RequestParams.model_validate(params).request_id
@@ -278,6 +302,9 @@ TABLE: dict[str, Entry] = {
     "spend.wait": Entry(Methods.wait, AGENTS),
     "spend.get": Entry(Methods.get, AGENTS),
     "spend.cancel": Entry(Methods.cancel, AGENTS),
+    "market.tools": Entry(Methods.tools, AGENTS),
+    "market.read": Entry(Methods.read, AGENTS),
+    "market.job": Entry(Methods.job, AGENTS),
     "approvals.list": Entry(Methods.list_approvals, OPERATOR),
     "approvals.approve": Entry(Methods.approve, OPERATOR),
     "approvals.deny": Entry(Methods.deny, OPERATOR),

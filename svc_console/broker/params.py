@@ -51,8 +51,18 @@ class RequestParams(Params):
     request_id: str = Field(min_length=1, max_length=100)
 
 
+class ReadParams(Params):
+    """`market.read`: one of the service's free tools, with its arguments as the service takes
+    them (the service checks them against its schema)."""
+
+    tool: str = Field(min_length=1, max_length=64)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
 class WaitParams(RequestParams):
     timeout_s: float = Field(30.0, ge=0, le=MAX_WAIT_S)
+    # "change": return at the request's next change of state, not only when it is final.
+    until: Literal["final", "change"] = "final"
 
 
 class FundWaitParams(WaitParams):

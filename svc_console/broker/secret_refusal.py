@@ -17,7 +17,8 @@ E-mail addresses are personal data, not secrets: they pass, flagged, and the pol
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from typing import Any
 
 from svc_console.broker import errors
 from svc_console.broker.params import SubmitParams
@@ -42,17 +43,23 @@ def refuse_secrets(params: SubmitParams, own_secrets: Collection[str] = ()) -> N
     """Raise `SecretInParams` if a field holds an sk_live_ key, a bearer token, an agent token or
     one of `own_secrets` (the console's API key, wallet token and wallet keys; keys with or
     without 0x, in any case)."""
+    refuse_secrets_in({name: getattr(params, name) for name in SCANNED}, own_secrets, params.agent)
+
+
+def refuse_secrets_in(
+    fields: Mapping[str, Any], own_secrets: Collection[str], who: str | None
+) -> None:
+    """`refuse_secrets` for any fields an agent sends on (a read's arguments, say)."""
     own = [key.lower().removeprefix("0x") for key in own_secrets if len(key or "") >= MIN_KNOWN]
     own.append(AGENT_TOKEN_MARK)
-    for name in SCANNED:
-        value = getattr(params, name)
+    for name, value in fields.items():
         found = secrets_scan.first_secret(value, name, kinds=REFUSED_KINDS, known=own)
         if found is None:
             continue
         where, kind = found
         looks_like = secrets_scan.describe(kind)
         # The operator's only trace of the attempt (nothing is recorded): who, where, what kind.
-        log.warning("refused a submission from %s: %s %s", params.agent, where, looks_like)
+        log.warning("refused a submission from %s: %s %s", who, where, looks_like)
         raise errors.SecretInParams(
             f"{where} {looks_like}: the console does not send secrets to providers",
             field=where,

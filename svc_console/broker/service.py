@@ -96,6 +96,7 @@ class Broker:
         self._executor = Executor(ledger, market, clock)
         self._listeners: list[Listener] = []
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
+        self._watchers: dict[str, set[asyncio.Future[None]]] = {}  # woken by any change
         self._tasks: set[asyncio.Task[Any]] = set()
         # The funding retries under way, by request: one at a time, awaited by `retried`.
         self._retries: dict[str, asyncio.Task[Any]] = {}
@@ -117,7 +118,7 @@ class Broker:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        for waiters in self._waiters.values():
+        for waiters in [*self._waiters.values(), *self._watchers.values()]:
             for waiter in waiters:
                 waiter.cancel()
 
@@ -164,22 +165,26 @@ class Broker:
         self._spawn(self._take_in(request), f"intake-{request.id}")
         return request
 
-    async def wait(self, request_id: str, timeout_s: float) -> SpendRequest:
-        """Until the request is final (or the timeout passes): its state then."""
+    async def wait(
+        self, request_id: str, timeout_s: float, *, any_change: bool = False
+    ) -> SpendRequest:
+        """Until the request is final, or changes at all with `any_change` (or the timeout
+        passes): its state then."""
         request = self.get(request_id)
         if request.state in FINAL or timeout_s <= 0:
             return request
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(request_id, set()).add(waiter)
+        (self._watchers if any_change else self._waiters).setdefault(request_id, set()).add(waiter)
         try:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(waiter, timeout_s)
         finally:
-            waiters = self._waiters.get(request_id)
-            if waiters is not None:
-                waiters.discard(waiter)
-                if not waiters:
-                    del self._waiters[request_id]
+            for table in (self._waiters, self._watchers):
+                waiters = table.get(request_id)
+                if waiters is not None:
+                    waiters.discard(waiter)
+                    if not waiters:
+                        del table[request_id]
         return self.get(request_id)
 
     def get(self, request_id: str) -> SpendRequest:
@@ -356,10 +361,12 @@ class Broker:
         request = self.ledger.get(request_id)
         if request is None:
             return
+        woken = [*self._watchers.get(request_id, ())]
         if request.state in FINAL:
-            for waiter in self._waiters.get(request_id, ()):
-                if not waiter.done():
-                    waiter.set_result(None)
+            woken += self._waiters.get(request_id, ())
+        for waiter in woken:
+            if not waiter.done():
+                waiter.set_result(None)
         for listener in list(self._listeners):
             try:
                 listener(request)

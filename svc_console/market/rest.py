@@ -139,6 +139,11 @@ class MarketClient:
         response = await http.send(self._client, "GET", "/api/datasets", params=params)
         return http.parse(response, DatasetPage.model_validate)
 
+    async def job(self, job_id: str) -> dict[str, Any]:
+        """`GET /api/jobs/{job_id}`: a compute job's record (untrusted data, returned as is)."""
+        response = await http.send(self._client, "GET", f"/api/jobs/{_segment(job_id)}")
+        return http.parse(response, dict)
+
     async def dataset(self, dataset_id: str) -> DatasetListing:
         response = await http.send(self._client, "GET", _dataset_path(dataset_id))
         return http.parse(response, DatasetListing.model_validate)

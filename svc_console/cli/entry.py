@@ -12,6 +12,7 @@ from svc_console.cli import (
     approvals,
     audit,
     console,
+    mcp,
     onboarding,
     operators,
     policy,
@@ -32,7 +33,8 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"svc-console {__version__}")
     commands = top.add_subparsers(title="commands", metavar="COMMAND")
     console.add_commands(top, commands)
-    for group in (agent, agents, approvals, wallet, operators, onboarding, audit, policy, usage):
+    groups = (agent, agents, approvals, wallet, operators, onboarding, audit, policy, usage, mcp)
+    for group in groups:
         group.add_commands(commands)
     return top
 

@@ -1,7 +1,8 @@
 """Simulated agents for `svc-console demo`: a few programs that ask to spend, every few seconds.
 
 They use only the public socket protocol through `svc_console.agent`, exactly as a real agent
-would, so this file doubles as the example README shows agent authors.
+would, so this file doubles as the example README shows agent authors. One more speaks MCP
+through `svc-console mcp`, as an agent in an MCP host does.
 """
 
 from __future__ import annotations
@@ -105,5 +106,50 @@ async def run_persona(
             await asyncio.sleep(rng.uniform(*interval_s))
 
 
+MCP_AGENT = "mcp-analyst"
+
+
+async def run_mcp_agent(
+    socket_path: Path, *, interval_s: tuple[float, float] = (8.0, 15.0)
+) -> None:
+    """An agent of an MCP host: it launches the bridge, looks the market up with a free tool,
+    then calls a paid API now and then; each call waits for the operator."""
+    import os
+    import sys
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = {"SVC_CONSOLE_SOCKET": str(socket_path)}
+    if "SVC_CONSOLE_HOME" in os.environ:
+        env["SVC_CONSOLE_HOME"] = os.environ["SVC_CONSOLE_HOME"]
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "svc_console", "mcp", "--agent", MCP_AGENT], env=env
+    )
+    rng = random.Random()
+    with open(os.devnull, "w") as quiet:  # the bridge's stderr must not draw over the screen
+        async with stdio_client(params, errlog=quiet) as streams, ClientSession(*streams) as mcp:
+            await mcp.initialize()
+            apis = await mcp.call_tool("list_market_apis", {"domain_type": "A7", "limit": 5})
+            log.info(
+                "%s: %d search APIs listed",
+                MCP_AGENT,
+                len((apis.structured_content or {}).get("apis", [])),
+            )
+            while True:
+                await asyncio.sleep(rng.uniform(*interval_s))
+                result = await mcp.call_tool(
+                    "call_market_api",
+                    {
+                        "endpoint_id": "ep_websearch_basic",
+                        "inputs": {"query": rng.choice(["grid storage costs", "EV sales Q3"])},
+                        "purpose": "draft the analyst note (via MCP)",
+                    },
+                )
+                log.info("%s: call ended, error=%s", MCP_AGENT, result.is_error)
+
+
 async def run_agents(socket_path: Path) -> None:
-    await asyncio.gather(*(run_persona(p, socket_path) for p in PERSONAS))
+    await asyncio.gather(
+        *(run_persona(p, socket_path) for p in PERSONAS), run_mcp_agent(socket_path)
+    )

@@ -9,7 +9,7 @@ from helpers import eventually
 
 from svc_console.broker.params import ApproveParams
 from svc_console.core.states import State
-from svc_console.demo import PERSONAS, run_persona
+from svc_console.demo import MCP_AGENT, PERSONAS, run_mcp_agent, run_persona
 
 
 async def test_each_persona_submits_valid_requests_and_caps_its_open_ones(runtime):
@@ -41,3 +41,23 @@ async def test_each_persona_submits_valid_requests_and_caps_its_open_ones(runtim
                 await task
     rejected = runtime.ledger.count_in_states([State.rejected])
     assert rejected == 0
+
+
+async def test_the_mcp_agent_speaks_through_the_bridge_and_waits_for_the_operator(runtime):
+    """The demo's MCP agent launches `svc-console mcp`, reads the market for free (recorded, not
+    queued), then asks to pay; its request waits for the operator like any other."""
+    task = asyncio.create_task(run_mcp_agent(runtime.paths.socket, interval_s=(0.01, 0.02)))
+    try:
+        pending = await eventually(
+            lambda: [r for r in runtime.broker.pending() if r.agent == MCP_AGENT], timeout=30
+        )
+        assert pending[0].endpoint_id == "ep_websearch_basic"
+        assert "via MCP" in pending[0].purpose
+        reads = runtime.ledger.db.execute(
+            "SELECT count(*) FROM events WHERE type = 'read' AND data LIKE ?", [f"%{MCP_AGENT}%"]
+        ).fetchone()[0]
+        assert reads == 1
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

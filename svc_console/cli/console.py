@@ -102,6 +102,11 @@ def run_serve(args: argparse.Namespace) -> int:
         except (OSError, LedgerLocked) as exc:
             raise CommandError(str(exc)) from None
 
+        # Before the first line: a SIGTERM that follows the banner at once is a clean stop.
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
         from svc_console.runtime import unsettled_notice
 
         for request in runtime.unsettled:
@@ -113,17 +118,35 @@ def run_serve(args: argparse.Namespace) -> int:
         _tell_policy_errors(runtime.policy)
         if runtime.agent_warning:
             print(f"svc-console: warning: {runtime.agent_warning}", file=sys.stderr, flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
         try:
             await stop.wait()
         finally:
+            left = _left_pending(runtime)
             await runtime.stop()
+            print(f"svc-console: stopped; {left}", flush=True)
 
     asyncio.run(serve())
     return 0
+
+
+def _left_pending(runtime: Any) -> str:
+    """What a stop leaves for the next start, in words."""
+    from svc_console.core.states import State
+
+    ledger = runtime.ledger
+    waiting = ledger.count_in_states([State.pending])
+    in_flight = ledger.count_in_states([State.approved, State.auto_approved, State.executing])
+    funds = ledger.count_in_states([State.awaiting_funds])
+    parts = [
+        f"{waiting} request{'s' if waiting != 1 else ''} waiting for a decision" if waiting else "",
+        f"{in_flight} approved call{'s' if in_flight != 1 else ''} not finished (checked at the"
+        " next start, never paid twice)"
+        if in_flight
+        else "",
+        f"{funds} waiting for funds" if funds else "",
+    ]
+    said = ", ".join(part for part in parts if part)
+    return f"left pending: {said}" if said else "nothing left pending"
 
 
 def _tell_policy_errors(policy: Any) -> None:

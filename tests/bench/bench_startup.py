@@ -32,6 +32,7 @@ from harness import Baseline, BenchResult, Figures, Target
 
 SVC_CONSOLE = str(Path(sys.executable).with_name("svc-console"))
 HELP_TARGET = Target({"median": 150.0})
+QUIT_TARGET = Target({"median": 300.0})
 FRAME_TARGET = Target({"median": 600.0})
 ROWS, COLUMNS = 40, 120
 # What the console's own first frame shows: the banner the approvals screen docks (sandbox).
@@ -55,8 +56,9 @@ def _wall(argv: list[str], runs: int) -> list[float]:
     return samples[1:]
 
 
-def first_frames() -> tuple[float, float]:
-    """Milliseconds from spawn to the first painted text, and to the console's first frame."""
+def first_frames() -> tuple[float, float, float]:
+    """Milliseconds from spawn to the first painted text, and to the console's first frame; then
+    from `q` to the process giving the terminal back (its exit)."""
     home = Path(tempfile.mkdtemp(prefix="svc-tui-"))
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
@@ -89,6 +91,7 @@ def first_frames() -> tuple[float, float]:
                 painted = now
             if CONSOLE_MARKER in text:
                 console = now
+        quit_ms = _quit(process, master)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
@@ -100,7 +103,23 @@ def first_frames() -> tuple[float, float]:
         os.close(master)
         shutil.rmtree(home, ignore_errors=True)
     assert painted is not None
-    return (painted - start) / 1e6, (console - start) / 1e6
+    return (painted - start) / 1e6, (console - start) / 1e6, quit_ms
+
+
+def _quit(process: subprocess.Popen[bytes], master: int) -> float:
+    """`q` typed once the console has settled (its start-up done), to the process's exit."""
+    time.sleep(1.0)  # the start-up's background work (catalogue sync) under way, as in use
+    start = time.perf_counter_ns()
+    os.write(master, b"q")
+    deadline = time.monotonic() + FRAME_TIMEOUT_S
+    while process.poll() is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the TUI did not exit after q")
+        ready, _, _ = select.select([master], [], [], 0.01)
+        if ready:
+            with contextlib.suppress(OSError):
+                os.read(master, 1 << 16)
+    return (time.perf_counter_ns() - start) / 1e6
 
 
 def profile_child(prefix: str) -> None:
@@ -168,7 +187,7 @@ def run(runs: int) -> list[BenchResult]:
         BenchResult(
             "start-up: TUI first frame (approvals screen)",
             "ms",
-            Figures.of([console for _, console in frames]),
+            Figures.of([console for _, console, _ in frames]),
             FRAME_TARGET,
             textual,
             context={"terminal": f"pty {COLUMNS}x{ROWS}", "marker": CONSOLE_MARKER},
@@ -177,11 +196,19 @@ def run(runs: int) -> list[BenchResult]:
         BenchResult(
             "start-up: TUI first paint (any text)",
             "ms",
-            Figures.of([painted for painted, _ in frames]),
+            Figures.of([painted for painted, _, _ in frames]),
             FRAME_TARGET,
             textual,
             context={"terminal": f"pty {COLUMNS}x{ROWS}"},
             note="spawn to the first frame with text (the placeholder shown while starting)",
+        ),
+        BenchResult(
+            "quit: q to the terminal given back",
+            "ms",
+            Figures.of([quit_ms for _, _, quit_ms in frames]),
+            QUIT_TARGET,
+            context={"terminal": f"pty {COLUMNS}x{ROWS}"},
+            note="q on the approvals screen, a second after start, to the process's exit",
         ),
     ]
 

@@ -339,3 +339,22 @@ def test_a_reader_that_goes_away_gets_no_traceback(served):
     err = listing.stderr.read()
     listing.wait(timeout=30)
     assert "Traceback" not in err and listing.returncode in (0, 141)
+
+
+def test_sigterm_stops_serve_with_one_line_of_what_it_left_pending(home: Path):
+    server = subprocess.Popen(
+        [*CLI, "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert "broker on" in server.stdout.readline()
+        agent = submit_and_wait()
+        wait_for(pending_ids)
+        agent.kill()
+        agent.wait(timeout=10)
+    finally:
+        server.terminate()
+        out, err = server.communicate(timeout=30)
+    assert server.returncode == 0, err
+    assert "Traceback" not in err
+    last = out.strip().splitlines()[-1]
+    assert last == "svc-console: stopped; left pending: 1 request waiting for a decision"

@@ -245,7 +245,9 @@ class Runtime:
         key = evm.get("privateKey")
         return key if isinstance(key, str) and key else None
 
-    async def stop(self) -> None:
+    async def stop(self, *, leaving: bool = False) -> None:
+        """Stop everything started; `leaving`: the process exits next, so the embedded sandbox is
+        told to stop and not waited for."""
         if self._policy_watch is not None:
             self._policy_watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -262,7 +264,7 @@ class Runtime:
             await self.market.aclose()
             self.market = None
         if self.sandbox is not None and self._owns_sandbox:
-            self.sandbox.stop()
+            self.sandbox.stop(wait=not leaving)
         if self.ledger is not None:
             self.ledger.close()
             self.ledger = None

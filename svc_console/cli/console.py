@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -76,7 +77,23 @@ def run_tui(args: argparse.Namespace, after_start: Callable[..., Any] | None = N
     runtime = _runtime(demo=after_start is not None, policy=getattr(args, "policy", ()))
     app = ConsoleApp(runtime, after_start=after_start)
     app.run()
+    _leave(app.return_code or 0)
     return app.return_code or 0
+
+
+def _leave(code: int) -> None:
+    """Exit without the interpreter's teardown. Everything that matters is done (the ledger
+    closed, the terminal restored); what is left is freeing some thousands of modules' objects,
+    a few hundred milliseconds during which the operator waits for the shell. Logs and standard
+    streams are flushed first."""
+    import logging
+    import os
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def run_demo(args: argparse.Namespace) -> int:

@@ -128,12 +128,14 @@ class SandboxServer:
         except BaseException as exc:  # reported by start(); a thread must not print a traceback
             self._failure = exc
 
-    def stop(self) -> None:
+    def stop(self, *, wait: bool = True) -> None:
+        """Stop serving; `wait=False` returns at once and the server ends on its next tick (the
+        process is leaving: waiting out uvicorn's tick would only delay it)."""
         if self._server is not None:
             self._server.should_exit = True
-        if self._thread is not None:
+        if self._thread is not None and wait:
             self._thread.join(STOP_TIMEOUT_S)
-        if self._socket is not None:
+        if self._socket is not None and wait:
             self._socket.close()
         self._server = self._thread = self._socket = None
         self.state.base_url = None

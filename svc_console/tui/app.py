@@ -249,7 +249,7 @@ class ConsoleApp(App[None]):
                 await self._starting
         if self._started:
             self._started = False
-            await self.runtime.stop()
+            await self.runtime.stop(leaving=True)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place a background task's failure is reported."""

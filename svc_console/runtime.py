@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from svc_console.broker import Broker, BrokerConfig
 from svc_console.broker.agent_access import AgentAccess
-from svc_console.broker.limits import within_open_files
+from svc_console.broker.limits import raise_open_files, within_open_files
 from svc_console.broker.methods import Role
 from svc_console.broker.socket_server import ApprovalSocket
 from svc_console.config.agent_registry import AgentRegistry
@@ -116,7 +116,7 @@ class Runtime:
         self.access = AgentAccess(settings, registry, sandbox=self.market.sandbox)
         # What revoked agents left undecided while the console was stopped.
         await self.broker.cancel_agents(registry.revoked())
-        agents_limits, operator_limits = within_open_files()
+        agents_limits, operator_limits = within_open_files(raise_open_files())
         self.operator_socket = ApprovalSocket(
             self.broker,
             self.paths.operator_socket,

@@ -40,6 +40,21 @@ class Limits:
         return dict(vars(self))
 
 
+def raise_open_files(most: int = 65536) -> int:
+    """Raise the process's soft open-file limit to its hard limit (at most `most`), as servers do:
+    the soft default (often 1,024) is a guard for old select() programs, not a resource the
+    system lacks. Returns the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = most if hard == resource.RLIM_INFINITY else min(hard, most)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError):
+            pass  # kept as it was: the limits below are derived from it all the same
+    return soft
+
+
 def within_open_files(open_files: int | None = None) -> tuple[Limits, Limits]:
     """(the agents' socket's limits, the operator socket's) for a process that may hold
     `open_files` descriptors (its soft RLIMIT_NOFILE when not given)."""

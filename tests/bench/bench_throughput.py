@@ -30,6 +30,8 @@ from hosts import BrokerHost
 TARGET = Target({"median": 5000.0}, higher_is_better=True)
 AGENTS = 200
 EACH = 5  # requests per agent: 1,000 a run
+# The growth curve: the same 1,000 requests from this many agents, so the shape shows.
+GROWTH = (1, 10, 50, 200, 1000)
 DECIDE_TIMEOUT_S = 300.0
 
 
@@ -142,8 +144,28 @@ def run(runs: int) -> list[BenchResult]:
                 "baseline_lost": [load.lost for load, _ in one],
             },
             note=f"policy: {engine}",
-        )
+        ),
+        *([] if profile else _growth(policy, runs)),
     ]
+
+
+def _growth(policy: Path, runs: int) -> list[BenchResult]:
+    """Throughput at each point of GROWTH (the same 1,000 requests spread over the agents)."""
+    results = []
+    for agents in GROWTH:
+        each = max(1, AGENTS * EACH // agents)
+        loads = [measure(agents, each, policy)[0] for _ in range(runs)]
+        results.append(
+            BenchResult(
+                name=f"throughput curve: {agents:,} agent{'s' if agents > 1 else ''}",
+                unit="req/s",
+                figures=Figures.of([load.rate for load in loads]),
+                target=TARGET,
+                conditions={"none lost": sum(load.lost for load in loads) == 0},
+                context={"agents": agents, "requests_per_run": agents * each},
+            )
+        )
+    return results
 
 
 if __name__ == "__main__":

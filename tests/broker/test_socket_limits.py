@@ -97,7 +97,7 @@ async def bystander_is_answered(socket: ApprovalSocket) -> None:
 async def test_hello_announces_every_limit(runtime, tight):
     async with AsyncAgent("bot", runtime.paths.socket) as agent:
         announced = agent.hello_info["limits"]
-    assert announced == within_open_files()[0].describe()
+    assert announced == within_open_files()[0].describe()  # the limit the console raised
     assert set(announced) == {f.name for f in fields(Limits)}
     async with AsyncAgent("bot", tight.path) as agent:
         assert agent.hello_info["limits"] == TIGHT.describe()
@@ -340,3 +340,18 @@ def test_connection_limits_come_from_the_file_limit_and_the_operator_keeps_a_sha
     assert operator.max_connections >= 2
     assert agents.max_connections_per_peer < agents.max_connections
     assert agents.max_connections <= 4096
+
+
+def test_the_soft_file_limit_is_raised_to_the_hard_one_within_bounds():
+    import resource
+
+    from svc_console.broker.limits import raise_open_files
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+        raised = raise_open_files(most=4096)
+        expected = 4096 if hard == resource.RLIM_INFINITY else min(hard, 4096)
+        assert raised == expected == resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

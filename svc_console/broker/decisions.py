@@ -117,9 +117,14 @@ class Decisions:
         self._check_decider(request, decider)
         needed = self.confirmation_needed(request)
         if needed is not None and params.confirm_amount != needed:
+            typed = params.confirm_amount
+            said = (
+                "type the amount to approve"
+                if typed is None
+                else f"{format_usdc(typed)} USDC is not the amount to approve; type"
+            )
             raise errors.ConfirmationRequired(
-                f"type the amount to approve: {format_usdc(needed)} USDC",
-                amount=format_usdc(needed),
+                f"{said}: {format_usdc(needed)} USDC", amount=format_usdc(needed)
             )
         # The policy again, now: a budget may have been spent since the request was queued. No
         # await from this check to the decision's commit, which reserves the approval's ceiling.

@@ -78,7 +78,7 @@ REGISTRY: dict[str, tuple[Command, ...]] = {
     "app": (
         Command(
             "app.help",
-            "f1",
+            "f1,question_mark",
             "help",
             "Help",
             "List the keys of this screen and the keys that work everywhere",
@@ -226,7 +226,7 @@ REGISTRY: dict[str, tuple[Command, ...]] = {
     "help": (
         Command(
             "help.close",
-            "escape,f1,q",
+            "escape,f1,q,question_mark",
             "close",
             "Close",
             "Close the help",

@@ -232,8 +232,14 @@ async def test_the_policy_sets_the_confirmation_threshold_and_the_pending_lifeti
     request = await state_of(runtime, ticket["request_id"], State.pending)
     assert request.expires_at - request.updated_at == pytest.approx(7200)
     assert runtime.broker.confirmation_needed(request) == Decimal("0.01")
-    with pytest.raises(ConfirmationRequired):
+    with pytest.raises(ConfirmationRequired) as missing:
         await runtime.broker.approve(ApproveParams(request_id=ticket["request_id"]))
+    assert str(missing.value) == "type the amount to approve: 0.01 USDC"
+    wrong = ApproveParams(request_id=ticket["request_id"], confirm_amount=Decimal("0.1"))
+    with pytest.raises(ConfirmationRequired) as mistyped:
+        await runtime.broker.approve(wrong)
+    assert str(mistyped.value) == "0.10 USDC is not the amount to approve; type: 0.01 USDC"
+    assert runtime.broker.get(ticket["request_id"]).state == State.pending
     await runtime.broker.approve(
         ApproveParams(request_id=ticket["request_id"], confirm_amount=Decimal("0.01"))
     )

@@ -416,7 +416,7 @@ async def test_broken_settings_file_keeps_the_defaults(
 def test_keymap_checks(tmp_path: Path):
     keymap, problems = check_keymap(
         {
-            "approvals.approve": "?",
+            "approvals.approve": "!",
             "approvals.deny": "ctrl+shift+d, f4",
             "approvals.sort_amount": "m",
             "modal.cancel": "q",
@@ -427,7 +427,7 @@ def test_keymap_checks(tmp_path: Path):
         "settings.toml",
     )
     assert keymap == {
-        "approvals.approve": "question_mark",
+        "approvals.approve": "exclamation_mark",
         "approvals.deny": "ctrl+shift+d,f4",
         "modal.cancel": "q",  # a dialog's keys live apart from the screen's
         "help.close": "enter",
@@ -526,3 +526,19 @@ def test_snapshot_light(snap_compare: Any, console: Callable[..., ConsoleApp]):
         app.clear_notifications()
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+async def test_question_mark_opens_help_as_f1_does_but_types_in_a_text_field(console):
+    from svc_console.tui.help import HelpScreen
+
+    app = console()
+    async with app.run_test() as pilot:
+        await started(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("question_mark")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("slash")  # the filter field of the approvals screen
+        await pilot.press("a", "question_mark")
+        assert not isinstance(app.screen, HelpScreen)
+        assert app.focused is not None and getattr(app.focused, "value", None) == "a?"

@@ -22,7 +22,7 @@ from typing import Any
 
 import sqlite_utils
 
-from svc_console.config.audit_key import audit_key
+from svc_console.config.audit_key import NoAuditKey, audit_key
 from svc_console.core.buckets import Change
 from svc_console.core.models import Decision, Evidence, Outcome, SpendRequest
 from svc_console.core.money import from_atomic, to_atomic
@@ -76,7 +76,11 @@ class Ledger:
             sidecar = Path(f"{path}{suffix}")
             if sidecar.exists():
                 sidecar.chmod(0o600)
-        key = audit_key(path) if key is None else key
+        if key is None:
+            try:
+                key = audit_key(path, create=exclusive)
+            except NoAuditKey:  # a reader links no event: it makes no key where none is yet
+                key = b""
         if exclusive and audit_chain.is_plain(self.db.conn):
             with self.db.atomic():  # a ledger from before the chain was keyed
                 audit_chain.rekey(self.db.conn, key)

@@ -537,3 +537,10 @@ def test_the_cli_lists_what_the_tables_disagree_on(money_file, capsys):
     seq = sealed_by(money_file, "executions:1")
     assert lines[1] == f"  event {seq}: executions row 1 is not what event {seq} sealed: edited"
     assert any(line.startswith("  budget_totals ") for line in lines[2:])
+
+
+def test_a_reader_makes_no_key_beside_a_ledger_no_broker_has_keyed(tmp_path: Path):
+    path = tmp_path / "ledger.db"
+    Ledger(path, exclusive=False).close()
+    assert not path.with_name("ledger.db.key").exists()
+    assert not path.with_name("ledger.db.head").exists()

@@ -351,8 +351,9 @@ def _build(path: Path, what: str, items: Any) -> Path:
     _say(f"generating {what} in {path.parent.name}/ (once; cached for later runs)")
     started = time.perf_counter()
     _fill(partial, items)
-    for suffix in ("-wal", "-shm", ".lock"):
+    for suffix in ("-wal", "-shm", ".lock", ".head"):
         Path(f"{partial}{suffix}").unlink(missing_ok=True)
+    key_file(partial).replace(key_file(path))  # the chain's key goes with its ledger
     partial.replace(path)
     _say(f"{what}: {time.perf_counter() - started:.1f} s, {path.stat().st_size / 1e6:.0f} MB")
     return path

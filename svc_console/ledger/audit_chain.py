@@ -203,23 +203,38 @@ def head_path(ledger: Path) -> Path:
     return ledger.with_name(ledger.name + ".head")
 
 
-def write_head(ledger: Path, seq: int, digest: str) -> None:
-    """Replace the head file (owner-only) in one rename: a reader sees the old or the new. The
-    temporary file is made afresh (no symlink followed), and the folder is never changed."""
-    path = head_path(ledger)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        temporary.unlink()
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(dumps({"seq": seq, "hash": digest}) + "\n")
-    os.replace(temporary, path)
+HEAD_BYTES = 128  # one fixed-size record, rewritten in place
+
+
+class HeadFile:
+    """The head file, held open by the ledger's writer and rewritten in place after each commit:
+    one `pwrite` of a fixed-size record (a rename per commit cost a third of a millisecond,
+    more than the commit itself). Owner-only; the folder is never changed."""
+
+    def __init__(self, ledger: Path):
+        self._fd = os.open(
+            head_path(ledger), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+
+    def write(self, seq: int, digest: str) -> None:
+        record = dumps({"seq": seq, "hash": digest}).encode().ljust(HEAD_BYTES - 1) + b"\n"
+        os.pwrite(self._fd, record, 0)
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
 def read_head(ledger: Path) -> tuple[int, str] | None:
-    """(seq, hash) from the head file, None when there is none; ValueError when unreadable."""
+    """(seq, hash) from the head file, None when there is none; ValueError when unreadable. Read
+    until two reads agree: the writer rewrites it in place while a verifier may be reading."""
     with contextlib.suppress(FileNotFoundError):
-        record = json.loads(head_path(ledger).read_text())
+        path, previous = head_path(ledger), None
+        for _ in range(10):
+            text = path.read_text()
+            if text == previous:
+                break
+            previous = text
+        record = json.loads(previous or "")
         if not isinstance(record, dict):
             raise ValueError("not a head record")
         return int(record["seq"]), str(record["hash"])

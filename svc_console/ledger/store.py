@@ -86,8 +86,8 @@ class Ledger:
                 audit_chain.rekey(self.db.conn, key)
         last = self.db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         self._chain = audit_chain.Chain(key, (last[0], last[1]) if last else (0, GENESIS))
-        if exclusive:
-            self._anchor()
+        self._head = audit_chain.HeadFile(path) if exclusive else None
+        self._anchor()
 
     @staticmethod
     def _open(path: Path) -> sqlite_utils.Database:
@@ -108,6 +108,9 @@ class Ledger:
         return db
 
     def close(self) -> None:
+        if getattr(self, "_head", None) is not None:
+            self._head.close()
+            self._head = None
         if getattr(self, "db", None) is not None:
             self.db.close()
             self.db = None  # type: ignore[assignment]
@@ -142,8 +145,8 @@ class Ledger:
         self._chain.touch(table, key)
 
     def _anchor(self) -> None:
-        if self._lock_fd is not None:  # the writer's: a reader never moves the head
-            audit_chain.write_head(self.path, self._chain.seq, self._chain.hash)
+        if self._head is not None:  # the writer's: a reader never moves the head
+            self._head.write(self._chain.seq, self._chain.hash)
 
     def record_refusal(
         self, request_id: str, reason: str, evidence: Evidence, at: float | None = None

@@ -99,7 +99,7 @@ class Decisions:
         ceiling = approval_ceiling(request, request.estimate)
         return ceiling if ceiling > threshold else None
 
-    def refuse(self, request_id: str, reason: str, decider: Decider) -> None:
+    def refuse(self, request_id: str | None, reason: str, decider: Decider) -> None:
         """Keep a refused decision in the audit chain, with who tried it."""
         self.ledger.record_refusal(request_id, reason, decider.evidence(), at=self.clock())
         log.warning("a decision on %s was refused: %s", request_id, reason)

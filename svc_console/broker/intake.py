@@ -14,7 +14,14 @@ from svc_console.broker.decisions import Decisions
 from svc_console.broker.endpoint_cache import EndpointCache
 from svc_console.core import risk
 from svc_console.core.datasets import DatasetListing
-from svc_console.core.models import EndpointRecord, Estimate, Kind, RiskFlag, SpendRequest
+from svc_console.core.models import (
+    EndpointRecord,
+    Estimate,
+    Kind,
+    RiskFlag,
+    Severity,
+    SpendRequest,
+)
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
 from svc_console.core.states import State
@@ -69,9 +76,14 @@ class Intake:
         """Risk and the policy's verdict, committed with what was learned: denied by a rule,
         approved by a rule, or queued for the operator."""
         flags = self._assess(request, inspected)
-        verdict = self.policy.evaluate(
+        verdict = self.policy.admit(
             request, inspected.endpoint, inspected.estimate, now=now, dataset=inspected.dataset
         )
+        flags += [
+            RiskFlag(code="repeated_call", severity=Severity.warn, reason=cite.reason)
+            for cite in verdict.citations
+            if cite.rule == "repeats"
+        ]
         learned = {
             "endpoint": inspected.endpoint,
             "estimate": inspected.estimate,

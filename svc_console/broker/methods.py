@@ -3,7 +3,8 @@ served on, and who a caller is.
 
 The agents' socket serves `console.hello` and `spend.*`; the operator socket serves
 `console.hello`, `approvals.*`, `wallet.fund_*` (funding a request that waits for funds, through
-to its single retry: `broker.funding`) and `agents.sync`. A method asked of the wrong socket is
+to its single retry: `broker.funding`), `agents.sync` and the paused agents (`agents.paused`,
+`agents.resume`). A method asked of the wrong socket is
 refused, never served: an agent cannot reach an operator method whatever it says. On the agents'
 socket every call speaks for the identity the connection is bound to (`agent_access`), and
 requests, idempotency keys, waits and cancels are that identity's alone: another agent's request
@@ -27,6 +28,7 @@ from svc_console.broker.deciders import Decider, Peer, submitter_of
 from svc_console.broker.funding import Funding
 from svc_console.broker.limits import Limits
 from svc_console.broker.params import (
+    AgentParams,
     ApproveParams,
     DenyParams,
     FundWaitParams,
@@ -269,10 +271,21 @@ class Methods:
         revoked = self._access().registry.revoked()
         return {"cancelled": await self.broker.cancel_agents(revoked)}
 
+    async def paused_agents(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """The agents the circuit breaker paused, and why."""
+        return [pause.__dict__ for pause in self.broker.pauses.paused()]
+
+    async def resume_agent(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """Resume a paused agent: its rules apply to its requests again."""
+        resume = AgentParams.model_validate(params)
+        decider = Decider.on_operator_socket(caller.peer)
+        await self._unlock(None, resume.passphrase, decider)
+        return self.broker.pauses.resume(resume.agent, decider).__dict__
+
     def _passphrase_set(self) -> bool:
         return self.passphrase is not None and self.passphrase.is_set()
 
-    async def _unlock(self, request_id: str, typed: str | None, decider: Decider) -> None:
+    async def _unlock(self, request_id: str | None, typed: str | None, decider: Decider) -> None:
         """Once the operator has set a passphrase, a decision over this socket needs it: a
         same-user agent can read every file the operator can, but not what the operator knows.
         A refusal is kept in the audit chain."""
@@ -312,6 +325,8 @@ TABLE: dict[str, Entry] = {
     "wallet.fund_wait": Entry(Methods.fund_wait, OPERATOR),
     "wallet.fund_retry": Entry(Methods.fund_retry, OPERATOR),
     "agents.sync": Entry(Methods.sync_agents, OPERATOR),
+    "agents.paused": Entry(Methods.paused_agents, OPERATOR),
+    "agents.resume": Entry(Methods.resume_agent, OPERATOR),
 }
 
 

@@ -51,6 +51,13 @@ class RequestParams(Params):
     request_id: str = Field(min_length=1, max_length=100)
 
 
+class AgentParams(Params):
+    """`agents.resume`: a paused agent, and the operator passphrase when one is set."""
+
+    agent: str = Field(min_length=1, max_length=200)
+    passphrase: str | None = Field(None, max_length=1024)
+
+
 class ReadParams(Params):
     """`market.read`: one of the service's free tools, with its arguments as the service takes
     them (the service checks them against its schema)."""

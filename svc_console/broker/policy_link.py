@@ -1,18 +1,21 @@
 """The policy in force, joined to the ledger: its budget totals loaded from the ledger's running
-totals at start and following every commit after; every version of the files it sees recorded
-as a policy version; and, when the files are invalid at start, the ledger's last valid version
-kept in force (an invalid change never widens what is allowed, even across a restart).
+totals at start and following every commit after; its brakes' counts loaded from the ledger's
+recent requests, and the circuit breaker following every request's outcome, recording the pause
+it calls for; every version of the files it sees recorded as a policy version; and, when the
+files are invalid at start, the ledger's last valid version kept in force (an invalid change
+never widens what is allowed, even across a restart).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from svc_console.ledger import Ledger, policy_versions
+from svc_console.ledger import Ledger, pauses, policy_versions
 from svc_console.ledger.budgets import DAY, prune, totals_rows
+from svc_console.policy.brakes import FAILURES, SUCCESS, Ended, Seen
 from svc_console.policy.budgets import LONGEST, RollingTotals
 from svc_console.policy.live import LivePolicy, VersionSeen
 from svc_console.policy.loader import PolicyFile
@@ -48,9 +51,24 @@ def live_policy(
             error=version.error,
         )
 
+    def history(since: float) -> tuple[Iterable[Seen], Iterable[Ended]]:
+        seen = (Seen(*row) for row in pauses.recent_requests(ledger, since))
+        ended = (
+            Ended(agent, at, None if state == pauses.RESUMED else state in FAILURES)
+            for agent, at, state in pauses.recent_outcomes(ledger, since, FAILURES | {SUCCESS})
+        )
+        return seen, ended
+
     live = LivePolicy(
-        files, totals_from(ledger, now), clock=clock, optional=optional, on_version=record
+        files,
+        totals_from(ledger, now),
+        clock=clock,
+        optional=optional,
+        on_version=record,
+        history=history,
+        paused={pause.agent: pause.reason for pause in pauses.paused(ledger)},
     )
+    ledger.final_listeners.append(lambda finals: _follow_outcomes(ledger, live, finals))
     fallback = []
     for path in files:
         last = policy_versions.latest(ledger, str(path), valid_only=True)
@@ -61,6 +79,17 @@ def live_policy(
     saved_by = next((owner_of(p) for p in files if p.exists()), None)
     live.reload(saved_by=saved_by, fallback=fallback)
     return live
+
+
+def _follow_outcomes(ledger: Ledger, live: LivePolicy, finals: list) -> None:
+    """The circuit breaker counts each outcome; when it trips, the pause is recorded (a decision
+    in the audit chain) before the agent's next request is judged."""
+    for agent, state, at in finals:
+        why = live.ended(agent, str(state), at)
+        if why is not None and agent not in live.paused:
+            pauses.pause(ledger, agent, why, "policy: circuit_breaker", at)
+            live.pause(agent, why)
+            log.warning("agent %s paused by the circuit breaker: %s", agent, why)
 
 
 def watch(live: LivePolicy) -> asyncio.Task[None]:

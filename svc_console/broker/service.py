@@ -24,6 +24,7 @@ from svc_console.broker.endpoint_cache import EndpointCache
 from svc_console.broker.executor import MAX_ATTEMPTS, Executor
 from svc_console.broker.intake import Intake
 from svc_console.broker.params import ApproveParams, DenyParams, SubmitParams
+from svc_console.broker.pauses import AgentPauses
 from svc_console.core.models import SpendRequest, Submitter
 from svc_console.core.states import CANCELLABLE, FINAL, IllegalTransition, State
 from svc_console.ledger import Ledger
@@ -94,6 +95,7 @@ class Broker:
         )
         self._intake = Intake(ledger, market, self.policy, self.decisions, endpoints)
         self._executor = Executor(ledger, market, clock)
+        self.pauses = AgentPauses(ledger, self.policy, clock)
         self._listeners: list[Listener] = []
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
         self._watchers: dict[str, set[asyncio.Future[None]]] = {}  # woken by any change
@@ -262,9 +264,10 @@ class Broker:
             await asyncio.wait({task}, timeout=timeout_s)
         return self.get(request_id)
 
-    def refuse(self, request_id: str, reason: str, decider: Decider) -> None:
-        """Record a decision refused before it reached the request (a wrong passphrase)."""
-        if self.ledger.get(request_id) is not None:
+    def refuse(self, request_id: str | None, reason: str, decider: Decider) -> None:
+        """Record a decision refused before it reached the request (a wrong passphrase); with
+        no request, a decision about an agent (a resume)."""
+        if request_id is None or self.ledger.get(request_id) is not None:
             self.decisions.refuse(request_id, reason, decider)
 
     def _pending(self, request_id: str) -> SpendRequest:

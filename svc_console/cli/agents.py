@@ -1,4 +1,6 @@
-"""`svc-console agents add / list / rotate / revoke`: agents as identities, not names.
+"""`svc-console agents add / list / rotate / revoke`: agents as identities, not names; and
+`agents paused / resume`: the agents a policy's circuit breaker paused, asked of the running
+console.
 
 The registry is a file the running console reads again when it changes; after a revocation the
 command also asks a running console (over the operator socket) to cancel what the agent left
@@ -36,6 +38,12 @@ def add_commands(commands: Any) -> None:
     revoke = agents.add_parser("revoke", help="end an agent's identity; its pending requests end")
     revoke.add_argument("name")
     revoke.set_defaults(run=run_revoke)
+    paused = agents.add_parser("paused", help="the agents the circuit breaker paused, and why")
+    paused.add_argument("--json", action="store_true")
+    paused.set_defaults(run=run_paused)
+    resume = agents.add_parser("resume", help="resume a paused agent: its rules apply again")
+    resume.add_argument("name")
+    resume.set_defaults(run=run_resume)
 
 
 def _registry() -> Any:
@@ -127,4 +135,35 @@ def run_list(args: argparse.Namespace) -> int:
         uid = f"uid {row['uid']}" if row["uid"] is not None else "token"
         since = datetime.fromtimestamp(row["created_at"], UTC).strftime("%Y-%m-%d %H:%M UTC")
         print(f"{row['name']}  {row['state']}  {uid}  since {since}")
+    return 0
+
+
+def run_paused(args: argparse.Namespace) -> int:
+    from svc_console.cli.socket_client import call, connect
+    from svc_console.core.sanitize import inert_line
+
+    with connect(None, operator=True) as console:
+        paused = call(lambda: console.call("agents.paused", {}))
+    if args.json:
+        print(json.dumps(paused, indent=2))
+        return 0
+    if not paused:
+        print("no agent is paused")
+    for pause in paused:
+        since = datetime.fromtimestamp(pause["since"], UTC).strftime("%Y-%m-%d %H:%M UTC")
+        print(
+            f"{inert_line(pause['agent'], 60)}  paused since {since}  by {pause['by']}:"
+            f" {inert_line(pause['reason'], 120)}"
+        )
+    return 0
+
+
+def run_resume(args: argparse.Namespace) -> int:
+    from svc_console.cli.approvals import with_passphrase
+    from svc_console.cli.socket_client import call, connect
+
+    with connect(None, operator=True) as console:
+        params = with_passphrase(console, {"agent": args.name})
+        call(lambda: console.call("agents.resume", params))
+    print(f"agent {args.name} resumed: its policy's rules apply to its requests again")
     return 0

@@ -50,7 +50,7 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _passphrase(agent: Any, params: dict[str, Any]) -> dict[str, Any]:
+def with_passphrase(agent: Any, params: dict[str, Any]) -> dict[str, Any]:
     """With an operator passphrase set, every decision here needs it, typed on the terminal: an
     agent running as this user can read every file, but not what the operator knows."""
     if agent.hello_info.get("passphrase_required"):
@@ -67,7 +67,7 @@ def run_approve(args: argparse.Namespace) -> int:
     from svc_console.agent import AgentError
 
     with connect(None, operator=True) as agent:
-        params = _passphrase(agent, params)
+        params = with_passphrase(agent, params)
         try:
             request = agent.call(
                 "approvals.approve", {k: v for k, v in params.items() if v is not None}
@@ -87,7 +87,7 @@ def run_approve(args: argparse.Namespace) -> int:
 
 def run_deny(args: argparse.Namespace) -> int:
     with connect(None, operator=True) as agent:
-        params = _passphrase(agent, {"request_id": args.request_id, "reason": args.reason})
+        params = with_passphrase(agent, {"request_id": args.request_id, "reason": args.reason})
         request = call(lambda: agent.call("approvals.deny", params))
     print(f"{request['id']} {request['state']}")
     return 0

@@ -167,7 +167,7 @@ class Estimate(Model):
 class RuleCitation(Model):
     """One policy rule that decided or warned about a request, and where it is written."""
 
-    effect: Literal["deny", "auto_approve", "warn", "note"]
+    effect: Literal["deny", "auto_approve", "ask", "warn", "note"]
     rule: str
     reason: str
     file: str | None = None

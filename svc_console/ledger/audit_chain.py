@@ -37,6 +37,7 @@ SEALED: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "executions": ("id", None),
     "budget_reservations": ("id", None),
     "policy_versions": ("id", None),
+    "agent_pauses": ("id", None),
     "usage": (
         "id",
         (

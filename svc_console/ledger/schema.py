@@ -280,7 +280,24 @@ def _v6(db: sqlite_utils.Database) -> None:
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
-MIGRATIONS = [_v1, _v2, _v3, _v4, _v5, _v6]
+def _v7(db: sqlite_utils.Database) -> None:
+    """Brakes: agents the circuit breaker paused (a row per pause, closed by the operator's
+    resume; the current pauses are the open rows), and requests by the time of their last
+    change, so the breaker's recent outcomes are read at start without a scan. Safe to meet
+    twice."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS agent_pauses (id INTEGER PRIMARY KEY, agent TEXT NOT NULL,"
+        " paused_at REAL NOT NULL, reason TEXT NOT NULL, paused_by TEXT NOT NULL,"
+        " resumed_at REAL, resumed_by TEXT, evidence TEXT)"
+    )
+    db.execute(
+        "CREATE UNIQUE INDEX IF NOT EXISTS agent_pauses_open ON agent_pauses(agent)"
+        " WHERE resumed_at IS NULL"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS requests_updated ON requests(updated_at)")
+
+
+MIGRATIONS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

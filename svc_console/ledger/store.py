@@ -58,6 +58,10 @@ class Ledger:
         # Told of the budget totals' changes once their transaction commits (policy's totals).
         self.budget_listeners: list[Callable[[list[Change]], None]] = []
         self._budget_changes: list[Change] = []
+        # Told of the requests that reached a final state, (agent, state, at), once committed
+        # (the circuit breaker follows them).
+        self.final_listeners: list[Callable[[list[tuple[str, State, float]]], None]] = []
+        self._finals: list[tuple[str, State, float]] = []
         if exclusive:
             self._lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
             try:
@@ -122,7 +126,7 @@ class Ledger:
     def transaction(self) -> Iterator[None]:
         """One transaction: its events are linked and its rows sealed just before it commits,
         the head is anchored after, and the budget changes it made reach the listeners then."""
-        self._budget_changes = []
+        self._budget_changes, self._finals = [], []
         self._chain.begin()
         with self.db.atomic():
             yield
@@ -131,8 +135,11 @@ class Ledger:
             self._chain.took(head)
             self._anchor()
         changes, self._budget_changes = self._budget_changes, []
+        finals, self._finals = self._finals, []
         for listener in self.budget_listeners if changes else ():
             listener(changes)
+        for listener in self.final_listeners if finals else ():
+            listener(finals)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -149,7 +156,7 @@ class Ledger:
             self._head.write(self._chain.seq, self._chain.hash)
 
     def record_refusal(
-        self, request_id: str, reason: str, evidence: Evidence, at: float | None = None
+        self, request_id: str | None, reason: str, evidence: Evidence, at: float | None = None
     ) -> None:
         """Keep a refused attempt to decide a request (by the agent itself, or without the
         operator passphrase) in the audit chain, with who tried."""
@@ -195,6 +202,13 @@ class Ledger:
         ).fetchall()
         return [row[0] for row in rows]
 
+    def latest_of(self, agent: str) -> SpendRequest | None:
+        """The agent's most recent request."""
+        row = self.db.execute(
+            "SELECT id FROM requests WHERE agent = ? ORDER BY created_at DESC LIMIT 1", [agent]
+        ).fetchone()
+        return self.get(row[0]) if row else None
+
     def find_by_idempotency(self, agent: str, key: str) -> SpendRequest | None:
         row = self.db.execute(
             "SELECT id FROM requests WHERE agent = ? AND idempotency_key = ?", [agent, key]
@@ -232,6 +246,9 @@ class Ledger:
         rows.update(self.db, "requests", request_id, updates)
         self.seal("requests", request_id)
         self.event(request_id, str(target), {"reason": fields.get("reason"), **(event or {})}, at)
+        if target in FINAL and self.final_listeners:
+            agent = self.db.execute("SELECT agent FROM requests WHERE id = ?", [request_id])
+            self._finals.append((agent.fetchone()[0], target, at))
         if target in _RELEASES:
             change = budgets.release(self.db, request_id, at)
             if change is not None:

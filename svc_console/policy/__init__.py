@@ -33,6 +33,20 @@ class PolicyEngine(Protocol):
         dataset: Any = None,
     ) -> Verdict: ...
 
+    def admit(
+        self,
+        request: SpendRequest,
+        endpoint: EndpointRecord | None,
+        estimate: Estimate | None,
+        *,
+        now: float,
+        dataset: Any = None,
+    ) -> Verdict:
+        """The verdict on a new request, brakes included, and counted in their counts."""
+
+    def resumed(self, agent: str) -> None:
+        """The operator resumed an agent the circuit breaker had paused."""
+
     @property
     def confirm_above_usdc(self) -> Decimal | None:
         """Above this approval ceiling the operator types the amount; None: the broker's own."""
@@ -61,6 +75,20 @@ class ManualReview:
         dataset: Any = None,
     ) -> Verdict:
         return Verdict(outcome="ask", summary="no policy rule decides this: the operator does")
+
+    def admit(
+        self,
+        request: SpendRequest,
+        endpoint: EndpointRecord | None,
+        estimate: Estimate | None,
+        *,
+        now: float,
+        dataset: Any = None,
+    ) -> Verdict:
+        return self.evaluate(request, endpoint, estimate, now=now, dataset=dataset)
+
+    def resumed(self, agent: str) -> None:
+        return None
 
     def approval_blocked(self, request: SpendRequest, now: float | None = None) -> str | None:
         return None

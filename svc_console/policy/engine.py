@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 from svc_console.core.money import format_usdc, to_atomic
 from svc_console.policy import hotpath
 from svc_console.policy import hours as time_windows
+from svc_console.policy.brakes import Brakes
 from svc_console.policy.budgets import RollingTotals
 from svc_console.policy.checks import AutoRule, BudgetCheck, Cite, group_budgets, list_checks
 from svc_console.policy.facts import Facts
@@ -34,13 +35,14 @@ class Evaluation:
     """What the policy found: the outcome, each rule that decided or warned, and the budgets the
     request counts in as (check, key, before, after) in atomic USDC."""
 
-    __slots__ = ("citations", "impacts", "outcome", "rule")
+    __slots__ = ("citations", "impacts", "outcome", "rule", "same_key")
 
     def __init__(self) -> None:
         self.outcome = "ask"  # or deny, auto_approve
         self.citations: list[Cite] = []
         self.impacts: list[tuple] = []
         self.rule: str | None = None  # the auto-approve rule that approved
+        self.same_key: object = None  # what the request counts under as a repeat (brakes)
 
 
 class CompiledPolicy:
@@ -96,6 +98,7 @@ class CompiledPolicy:
             for i, rule in enumerate(rules.auto_approve)
         ]
         self._budget_groups = group_budgets(self.budgets)
+        self.brakes = Brakes(rules, source)
         # Auto-approve rules worth trying per domain type, in their written order.
         anywhere = [rule for rule in self.auto if rule.domains is None]
         self._auto_for: dict[str | None, list[AutoRule]] = {None: anywhere}
@@ -113,8 +116,18 @@ class CompiledPolicy:
     # -- evaluation -------------------------------------------------------------------------------
 
     def evaluate(
-        self, facts: Facts, totals: RollingTotals, now: float, *, auto_allowed: bool = True
+        self,
+        facts: Facts,
+        totals: RollingTotals,
+        now: float,
+        *,
+        auto_allowed: bool = True,
+        brakes: bool = False,
+        paused: str | None = None,
     ) -> Evaluation:
+        """`brakes`: judge a new request by the brakes too (rate limits, repeats, velocity), not
+        an operator's approval of one already queued; `paused`: why the agent is paused, if it
+        is (its requests wait for the operator, whatever an auto-approve rule says)."""
         result = Evaluation()
         cites, impacts = result.citations, result.impacts
         self._lists(facts, cites)
@@ -122,10 +135,20 @@ class CompiledPolicy:
         if now < totals.now:
             now = totals.now  # totals never run backwards, even if the wall clock does
         self._budgets(facts, totals, now, cites, impacts)
+        if brakes:
+            result.same_key = self.brakes.check(facts, totals, now, cites)
+        if paused is not None:
+            why = f"agent {facts.agent} is paused ({paused}) until an operator resumes it"
+            where = self.brakes.where("circuit_breaker")
+            cites.append(Cite("ask", "circuit_breaker", why, where))
+        asked = False
         for cite in cites:
             if cite.effect == "deny":
                 result.outcome = "deny"
                 return result
+            asked = asked or cite.effect == "ask"
+        if asked:
+            return result
         for rule in self._auto_for.get(facts.domain_type, self._auto_anywhere):
             if not rule.holds(facts, now):
                 continue

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
 from svc_console.core.models import EndpointRecord, Estimate, SpendRequest, Verdict
+from svc_console.policy.brakes import FAILURES, SUCCESS, Ended, Seen
 from svc_console.policy.budgets import RollingTotals
 from svc_console.policy.engine import CompiledPolicy
 from svc_console.policy.errors import PolicyInvalid
@@ -78,6 +79,8 @@ class VersionSeen:
 
 
 Listener = Callable[[PolicyStatus], None]
+# The ledger's recent requests and outcomes since a time, for the brakes' counts.
+History = Callable[[float], tuple[Iterable[Seen], Iterable[Ended]]]
 
 
 @dataclass
@@ -90,7 +93,10 @@ class LivePolicy:
     clock: Callable[[], float] = time.time
     optional: bool = False
     on_version: Callable[[VersionSeen], None] | None = None
+    history: History | None = None
     compiled: CompiledPolicy | None = None
+    # Agents the circuit breaker paused, and why: their requests wait for the operator.
+    paused: dict[str, str] = field(default_factory=dict)
     status: PolicyStatus = field(init=False)
     _listeners: list[Listener] = field(default_factory=list)
 
@@ -122,14 +128,29 @@ class LivePolicy:
                 self._seen(policy_file, saved_by, valid=False, error="\n".join(errors))
             if self.compiled is None and fallback:
                 self.compiled = _compile_quietly(fallback)
+                self._count_from_ledger(None, now)
             sha = self.compiled.sha256 if self.compiled else None
             log.warning("policy invalid, auto-approval suspended: %s", errors[:1])
             return self._set(PolicyStatus("invalid", names, sha, errors, now))
         for policy_file in files:
             self._seen(policy_file, saved_by, valid=True, error=None)
-        self.compiled = compiled
+        older, self.compiled = self.compiled, compiled
+        self._count_from_ledger(older, now)
         log.info("policy %s in force (%s)", compiled.sha256[:12], ", ".join(names))
         return self._set(PolicyStatus("active", names, compiled.sha256, (), now))
+
+    def _count_from_ledger(self, older: CompiledPolicy | None, now: float) -> None:
+        """The brakes of the version now in force take the counts of the one before when they
+        are the same brakes, and else count the ledger's requests within their windows."""
+        compiled = self.compiled
+        if compiled is None:
+            return
+        brakes = compiled.brakes
+        if brakes.take_over(older.brakes if older else None) or not brakes.counting:
+            return
+        if self.history is not None:
+            seen, ended = self.history(now - brakes.horizon)
+            brakes.load(seen, ended)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         self._listeners.append(listener)
@@ -195,6 +216,52 @@ class LivePolicy:
         result = compiled.evaluate(facts, self.totals, now, auto_allowed=not suspended)
         note = "auto-approval is suspended while the policy has errors: the operator decides"
         return to_verdict(result, compiled.sha256, note=note if suspended else None)
+
+    def admit(
+        self,
+        request: SpendRequest,
+        endpoint: EndpointRecord | None,
+        estimate: Estimate | None,
+        *,
+        now: float,
+        dataset: Any = None,
+    ) -> Verdict:
+        """The verdict on a new request, brakes included, counted in the brakes' counts. The
+        caller commits it before it awaits anything (see broker/intake.py)."""
+        compiled, status = self.compiled, self.status
+        paused = self.paused.get(request.agent)
+        if compiled is None:
+            if paused is not None:
+                return Verdict(outcome="ask", summary=f"agent {request.agent} is paused ({paused})")
+            return self.evaluate(request, endpoint, estimate, now=now, dataset=dataset)
+        facts = facts_of(request, endpoint, estimate, dataset)
+        suspended = status.auto_approval_suspended
+        result = compiled.evaluate(
+            facts, self.totals, now, auto_allowed=not suspended, brakes=True, paused=paused
+        )
+        denied = result.outcome == "deny"
+        compiled.brakes.count(facts, result.same_key, request.id, now, denied=denied)
+        note = "auto-approval is suspended while the policy has errors: the operator decides"
+        return to_verdict(result, compiled.sha256, note=note if suspended else None)
+
+    def ended(self, agent: str, state: str, at: float) -> str | None:
+        """Follow a request's final state; why to pause its agent when the circuit breaker
+        trips (the caller records the pause and calls `pause`)."""
+        if self.compiled is None or agent in self.paused:
+            return None
+        if state in FAILURES:
+            return self.compiled.brakes.ended(agent, True, at)
+        if state == SUCCESS:
+            self.compiled.brakes.ended(agent, False, at)
+        return None
+
+    def pause(self, agent: str, why: str) -> None:
+        self.paused[agent] = why
+
+    def resumed(self, agent: str) -> None:
+        self.paused.pop(agent, None)
+        if self.compiled is not None:
+            self.compiled.brakes.resumed(agent)
 
     def approval_blocked(self, request: SpendRequest, now: float | None = None) -> str | None:
         """Why the operator may not approve this request now (a deny rule or a budget's hard

@@ -100,6 +100,21 @@ def _duration(value: Any) -> int:
     return int(seconds)
 
 
+def _whole(most: int):  # type: ignore[no-untyped-def]
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+            raise ValueError(f"must be a whole number from 1 to {most:,}")
+        return value
+
+    return BeforeValidator(check, json_schema_input_type=int)
+
+
+def _factor(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 1 < value <= 1000:
+        raise ValueError("must be a number above 1 and at most 1000")
+    return float(value)
+
+
 def _window(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError(f"must be {hours.FORMAT_HINT}")
@@ -161,6 +176,8 @@ Duration = Annotated[int, BeforeValidator(_duration, json_schema_input_type=str 
 TimeWindow = Annotated[str, BeforeValidator(_window, json_schema_input_type=str)]
 TimeZone = Annotated[str, BeforeValidator(_timezone, json_schema_input_type=str)]
 Regex = Annotated[str, BeforeValidator(_regex, json_schema_input_type=str)]
+Then = Annotated[str, _one_of("what happens then", ("deny", "ask"))]
+Factor = Annotated[float, BeforeValidator(_factor, json_schema_input_type=float)]
 ComputeTools = Annotated[
     list[str], BeforeValidator(_compute, json_schema_input_type=bool | list[str])
 ]
@@ -226,6 +243,52 @@ class Budget(Strict):
         return self
 
 
+class RateLimit(Strict):
+    """At most `max_requests` requests in a rolling window, per agent, provider, endpoint or
+    overall; the one past it is denied, or asks the operator."""
+
+    name: str | None = Field(None, max_length=80, description="shown in verdicts")
+    per: Literal["agent", "provider", "endpoint", "overall"] = Field(
+        "agent", description="one count for each agent, provider or endpoint, or one overall"
+    )
+    window: Duration
+    max_requests: Annotated[int, _whole(1_000_000)]
+    then: Then = Field("deny", description="deny, or ask the operator")
+
+
+class Repeats(Strict):
+    """The same agent asking for the same thing (endpoint, dataset or tool) with the same inputs
+    more than `max_same` times in a window."""
+
+    max_same: Annotated[int, _whole(10_000)]
+    window: Duration
+    then: Then = Field("ask", description="ask the operator, or deny")
+
+
+class CircuitBreaker(Strict):
+    """`failures` failed, unknown, rejected or denied outcomes of one agent in a row, within the
+    window, pause the agent: its requests wait for the operator until it is resumed."""
+
+    failures: Annotated[int, _whole(1000)]
+    window: Duration
+    then: Literal["pause_agent"] = Field("pause_agent", description="pause_agent")
+
+
+class Velocity(Strict):
+    """Ask the operator when spend in the window passes `factor` times the usual (the median
+    hourly spend of the past week, over the hours that had any)."""
+
+    per: Literal["agent", "provider", "domain_type", "overall"] = "agent"
+    factor: Factor
+    window: Duration = Field(3600, description="at most 1d")
+
+    @model_validator(mode="after")
+    def _within_a_day(self) -> Velocity:
+        if self.window > 86_400:
+            raise ValueError("has a window above 1d: spend is compared hour by hour, up to a day")
+        return self
+
+
 class When(Lists):
     """The conditions of an auto-approve rule: all must hold."""
 
@@ -281,6 +344,12 @@ class Rules(Strict):
     pending_lifetime: Duration | None = Field(
         None, description="how long a request waits for the operator (90s, 15m, 2h)"
     )
+    rate_limits: list[RateLimit] = Field(default_factory=list)
+    repeats: Repeats | None = Field(None, description="the same call again and again")
+    circuit_breaker: CircuitBreaker | None = Field(
+        None, description="pause an agent whose calls keep failing"
+    )
+    velocity: Velocity | None = Field(None, description="spend far above the usual")
 
 
 def known_keys(model: type[BaseModel] = Rules, path: tuple[str, ...] = ()) -> dict:

@@ -44,6 +44,12 @@ def to_verdict(
     elif evaluation.outcome == "auto_approve":
         deciding = [c for c in cites if c.effect == "auto_approve"]
         summary = f"approved by auto_approve {cited(repr(evaluation.rule), deciding[0].where)}"
+    elif any(c.effect == "ask" for c in cites):  # a brake: the operator decides
+        deciding = [c for c in cites if c.effect == "ask"]
+        first = deciding[0]
+        summary = f"the operator decides: {cited(first.rule, first.where)}: {first.text()}"
+        if len(deciding) > 1:
+            summary += f" (and {len(deciding) - 1} more)"
     else:
         deciding = []
         summary = note or ASK

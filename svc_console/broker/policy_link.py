@@ -51,21 +51,13 @@ def live_policy(
             error=version.error,
         )
 
-    def history(since: float) -> tuple[Iterable[Seen], Iterable[Ended]]:
-        seen = (Seen(*row) for row in pauses.recent_requests(ledger, since))
-        ended = (
-            Ended(agent, at, None if state == pauses.RESUMED else state in FAILURES)
-            for agent, at, state in pauses.recent_outcomes(ledger, since, FAILURES | {SUCCESS})
-        )
-        return seen, ended
-
     live = LivePolicy(
         files,
         totals_from(ledger, now),
         clock=clock,
         optional=optional,
         on_version=record,
-        history=history,
+        history=history_of(ledger),
         paused={pause.agent: pause.reason for pause in pauses.paused(ledger)},
     )
     ledger.final_listeners.append(lambda finals: _follow_outcomes(ledger, live, finals))
@@ -79,6 +71,20 @@ def live_policy(
     saved_by = next((owner_of(p) for p in files if p.exists()), None)
     live.reload(saved_by=saved_by, fallback=fallback)
     return live
+
+
+def history_of(ledger: Ledger) -> Callable[[float], tuple[Iterable[Seen], Iterable[Ended]]]:
+    """The ledger's requests and outcomes since a time, as the brakes count them."""
+
+    def history(since: float) -> tuple[Iterable[Seen], Iterable[Ended]]:
+        seen = (Seen(*row) for row in pauses.recent_requests(ledger, since))
+        ended = (
+            Ended(agent, at, None if state == pauses.RESUMED else state in FAILURES)
+            for agent, at, state in pauses.recent_outcomes(ledger, since, FAILURES | {SUCCESS})
+        )
+        return seen, ended
+
+    return history
 
 
 def _follow_outcomes(ledger: Ledger, live: LivePolicy, finals: list) -> None:

@@ -126,9 +126,12 @@ def run_explain(args: argparse.Namespace) -> int:
     loaded = _load([args.file])
     facts, note = request_facts(_read_json(args.request))
     now = _when(args.at)
-    totals = RollingTotals() if args.no_ledger else _ledger_totals(now)
     policy = CompiledPolicy(loaded)
-    verdict = to_verdict(policy.evaluate(facts, totals, now), policy.sha256)
+    totals, paused = RollingTotals(), {}
+    if not args.no_ledger:
+        totals, paused = _from_ledger(policy, now)
+    result = policy.evaluate(facts, totals, now, brakes=True, paused=paused.get(facts.agent))
+    verdict = to_verdict(result, policy.sha256)
     if args.json:
         print(json.dumps(verdict.model_dump(mode="json"), indent=2))
         return 0
@@ -295,21 +298,28 @@ def _ledger(paths: Any) -> Any:
     return Ledger(path, exclusive=False), path
 
 
-def _ledger_totals(now: float) -> Any:
+def _from_ledger(policy: Any, now: float) -> tuple[Any, dict[str, str]]:
+    """The budget totals as the ledger's running totals stand at `now`, the policy's brakes
+    counting the ledger's recent requests, and the agents paused now."""
     from svc_console.config.paths import resolve_paths
     from svc_console.policy.budgets import RollingTotals
 
     totals = RollingTotals()
     ledger, _ = _ledger(resolve_paths())
     if ledger is None:
-        return totals
+        return totals, {}
     try:
+        from svc_console.broker.policy_link import history_of
+        from svc_console.ledger import pauses
         from svc_console.ledger.budgets import totals_rows
 
         totals.load(totals_rows(ledger.db, now), now)
+        if policy.brakes.counting:
+            policy.brakes.load(*history_of(ledger)(now - policy.brakes.horizon))
+        paused = {pause.agent: pause.reason for pause in pauses.paused(ledger)}
     finally:
         ledger.close()
-    return totals
+    return totals, paused
 
 
 # -- simulate -------------------------------------------------------------------------------

@@ -214,7 +214,7 @@ class Brakes:
                 provider=request.provider,
                 inputs=request.inputs,
             )
-            key = self._same_key(facts)
+            key = self.same_key(facts)
             self.count(facts, key, request.request_id, request.at, denied=request.denied)
         for outcome in ended:
             if outcome.failed is None:
@@ -238,7 +238,7 @@ class Brakes:
                 )
         same_key = None
         if self._same is not None and self.repeats is not None:
-            same_key = self._same_key(facts)
+            same_key = self.same_key(facts)
             earlier = self._same.total(same_key, now)
             if earlier >= self.repeats.max_same:
                 reason = _repeat_reason(self._same, same_key, earlier, now)
@@ -247,7 +247,7 @@ class Brakes:
             self._check_velocity(facts, totals, now, cites)
         return same_key
 
-    def _same_key(self, facts: Facts) -> tuple:
+    def same_key(self, facts: Facts) -> tuple:
         return (facts.agent, facts.kind, facts.endpoint, canonical_digest(facts.inputs))
 
     def _check_velocity(

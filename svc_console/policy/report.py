@@ -6,6 +6,7 @@ the ledger is made inert here.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
@@ -63,6 +64,36 @@ def summary(loaded: Any) -> list[str]:
         lines.append(f"  typed confirmation above {format_usdc(rules.confirm_above_usdc)} USDC")
     if rules.pending_lifetime is not None:
         lines.append(f"  pending requests live {_duration(rules.pending_lifetime)}")
+    return lines + _brakes(rules)
+
+
+def _brakes(rules: Any) -> list[str]:
+    lines = []
+    for limit in rules.rate_limits:
+        per = "overall" if limit.per == "overall" else f"per {limit.per}"
+        name = f"{limit.name!r}, " if limit.name else ""
+        lines.append(
+            f"  rate limit {name}{per}: {limit.max_requests} requests in"
+            f" {_duration(limit.window)}, then {limit.then}"
+        )
+    if rules.repeats is not None:
+        same = rules.repeats
+        lines.append(
+            f"  repeats: {same.max_same} identical calls in {_duration(same.window)},"
+            f" then {same.then}"
+        )
+    if rules.circuit_breaker is not None:
+        breaker = rules.circuit_breaker
+        lines.append(
+            f"  circuit breaker: {breaker.failures} failures in a row within"
+            f" {_duration(breaker.window)} pause the agent"
+        )
+    if rules.velocity is not None:
+        fast = rules.velocity
+        lines.append(
+            f"  velocity per {fast.per}: ask above {fast.factor:g} times the usual spend in"
+            f" {_duration(fast.window)}"
+        )
     return lines
 
 
@@ -156,4 +187,9 @@ def simulation_lines(report: Any, since_text: str) -> list[str]:
                     300,
                 )
             )
+    if data["paused_agents"]:
+        lines.append("agents the circuit breaker would have paused (for the rest of the period):")
+        for pause in data["paused_agents"]:
+            when = dt.datetime.fromtimestamp(pause["at"], dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+            lines.append(inert_line(f"  {pause['agent']} at {when}: {pause['reason']}", 300))
     return lines

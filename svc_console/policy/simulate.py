@@ -7,6 +7,8 @@ period (one longest window back) warms the totals up, so a monthly budget starts
 
 What it cannot know it says: the operator's answer to a request the draft would send them is
 assumed to be the one they gave (or, for a request that was approved automatically, to approve).
+The draft's brakes count the replayed requests as they would have: an agent its circuit breaker
+pauses stays paused for the rest of the period (no operator resumes it in a replay).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from svc_console.core.buckets import buckets_for, slot_of
 from svc_console.core.money import format_usdc, to_atomic
+from svc_console.policy.brakes import FAILURES, SUCCESS
 from svc_console.policy.budgets import LONGEST, RollingTotals
 from svc_console.policy.engine import CompiledPolicy
 from svc_console.policy.facts import facts_of_record
@@ -72,6 +75,7 @@ class Simulation:
     moved_actual: int = 0  # atomic USDC charged in the period
     moved_draft: int = 0  # what would have been charged under the draft
     counts: dict[str, int] = field(default_factory=dict)  # newly denied etc., beyond the lists
+    paused: list[tuple[str, float, str]] = field(default_factory=list)  # agent, when, why
 
     @property
     def difference(self) -> int:
@@ -90,6 +94,9 @@ class Simulation:
             "now_asks_operator": [change(c) for c in self.now_asks_operator],
             "counts": self.counts,
             "budgets_hit": [hit.__dict__ for hit in self.budgets.values()],
+            "paused_agents": [
+                {"agent": agent, "at": at, "reason": why} for agent, at, why in self.paused
+            ],
             "usdc_moved_actual": _usdc(self.moved_actual),
             "usdc_moved_draft": _usdc(self.moved_draft),
             "usdc_difference": _usdc(self.difference),
@@ -103,6 +110,7 @@ def simulate(draft: LoadedPolicy, past: Iterable[Any], *, since: float, until: f
     totals = RollingTotals()
     report = Simulation(since, until)
     counts = {"newly_denied": 0, "newly_auto_approved": 0, "now_asks_operator": 0}
+    brakes, paused = policy.brakes, dict[str, str]()
     for record in past:
         at = record.created_at
         facts = facts_of_record(record)
@@ -111,10 +119,19 @@ def simulate(draft: LoadedPolicy, past: Iterable[Any], *, since: float, until: f
         if at < since:  # warm-up: what really moved counts in the windows that reach the period
             if was in ("auto_approved", "approved") or record.state in _PAID:
                 _count(totals, facts, at, charged or facts.amount, None)
+            if at >= since - brakes.horizon and record.verdict is not None:
+                key = brakes.same_key(facts)
+                brakes.count(facts, key, record.id, at, denied=was == "denied_by_policy")
             continue
         report.replayed += 1
         report.moved_actual += charged
-        result = policy.evaluate(facts, totals, at)
+        result = policy.evaluate(facts, totals, at, brakes=True, paused=paused.get(record.agent))
+        brakes.count(facts, result.same_key, record.id, at, denied=result.outcome == "deny")
+        failed = _failed(result.outcome, was, record.state)
+        why = brakes.ended(record.agent, failed, at) if failed is not None else None
+        if why is not None and record.agent not in paused:
+            paused[record.agent] = why
+            report.paused.append((record.agent, at, why))
         verdict = to_verdict(result) if result.outcome != "ask" or result.citations else None
         summary = verdict.summary if verdict else "the operator decides"
         _note_budgets(report, policy, result, at)
@@ -155,6 +172,18 @@ def _actual(record: Any) -> str:
     if record.state == "denied" and verdict.get("outcome") == "deny":
         return "denied_by_policy"
     return record.state  # pending, expired, cancelled, rejected...
+
+
+def _failed(outcome: str, was: str, state: str) -> bool | None:
+    """Whether the request failed under the draft (for the circuit breaker), None when unknown:
+    a request the draft lets go on that really was denied by a rule never ran."""
+    if outcome == "deny":
+        return True
+    if was == "denied_by_policy":
+        return None
+    if state in FAILURES:
+        return True
+    return False if state == SUCCESS else None
 
 
 def _estimate(record: Any, facts: Any) -> int:

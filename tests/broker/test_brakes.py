@@ -7,6 +7,7 @@ both decisions in the audit chain; counts and pauses that survive a restart."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -241,4 +242,41 @@ async def _cli(runtime: Runtime, *args: str) -> subprocess.CompletedProcess[str]
         text=True,
         env=env,
         timeout=60,
+    )
+
+
+async def test_explain_names_the_brake_and_its_count_and_simulate_replays_the_brakes(
+    start, tmp_path
+):
+    runtime = await start(AUTO)
+    for _ in range(3):
+        assert (await settled(runtime, "loop-bot", {"query": "same"})).state == State.succeeded
+    for n in range(2):
+        scrape_inputs = {"url": f"https://c.example/{n}"}
+        assert (
+            await settled(runtime, "scrape-bot", scrape_inputs, **SCRAPE)
+        ).state == State.pending
+    draft = tmp_path / "draft.md"
+    draft.write_text(REPEATS)
+    request = json.dumps(
+        {"agent": "loop-bot", "endpoint_id": "ep_websearch_basic", "inputs": {"query": "same"}}
+    )
+    explained = await _cli(runtime, "policy", "explain", str(draft), "--request", request)
+    assert explained.returncode == 0, explained.stderr
+    assert "verdict: ask" in explained.stdout
+    assert "ask          repeats (draft.md:" in explained.stdout
+    assert "4th identical call in" in explained.stdout
+    # A draft allowing one identical call: the 2nd and 3rd would have asked the operator.
+    draft.write_text(
+        REPEATS.replace("max_same: 3", "max_same: 1")
+        + BREAKER.replace(AUTO, "").replace("failures: 5", "failures: 2")
+    )
+    simulated = await _cli(runtime, "policy", "simulate", str(draft), "--since", "1d")
+    assert simulated.returncode == 0, simulated.stderr
+    assert "now asking operator:   2" in simulated.stdout
+    assert "2nd identical call" in simulated.stdout and "3rd identical call" in simulated.stdout
+    assert "agents the circuit breaker would have paused" in simulated.stdout
+    assert (
+        "scrape-bot at " in simulated.stdout
+        and "2 failures in a row within 15 minutes" in simulated.stdout
     )

@@ -373,7 +373,7 @@ def _downgrade(path: Path) -> None:
     ledger code but for the column, without the column and indexes `_v5` adds (and the columns of
     the steps after it)."""
     with contextlib.closing(sqlite3.connect(path)) as raw:
-        for index in V5_INDEXES.values():
+        for index in [*V5_INDEXES.values(), "requests_updated"]:
             raw.execute(f"DROP INDEX {index}")
         for table, column in (
             ("requests", "estimate_usdc"),

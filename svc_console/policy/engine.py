@@ -35,14 +35,14 @@ class Evaluation:
     """What the policy found: the outcome, each rule that decided or warned, and the budgets the
     request counts in as (check, key, before, after) in atomic USDC."""
 
-    __slots__ = ("citations", "impacts", "outcome", "rule", "same_key")
+    __slots__ = ("citations", "impacts", "outcome", "rule", "tally")
 
     def __init__(self) -> None:
         self.outcome = "ask"  # or deny, auto_approve
         self.citations: list[Cite] = []
         self.impacts: list[tuple] = []
         self.rule: str | None = None  # the auto-approve rule that approved
-        self.same_key: object = None  # what the request counts under as a repeat (brakes)
+        self.tally: Any = ([], None)  # what the request counts in (the brakes' counts)
 
 
 class CompiledPolicy:
@@ -136,7 +136,7 @@ class CompiledPolicy:
             now = totals.now  # totals never run backwards, even if the wall clock does
         self._budgets(facts, totals, now, cites, impacts)
         if brakes:
-            result.same_key = self.brakes.check(facts, totals, now, cites)
+            result.tally = self.brakes.check(facts, totals, now, cites)
         if paused is not None:
             why = f"agent {facts.agent} is paused ({paused}) until an operator resumes it"
             where = self.brakes.where("circuit_breaker")

@@ -240,7 +240,7 @@ class LivePolicy:
             facts, self.totals, now, auto_allowed=not suspended, brakes=True, paused=paused
         )
         denied = result.outcome == "deny"
-        compiled.brakes.count(facts, result.same_key, request.id, now, denied=denied)
+        compiled.brakes.count(result.tally, request.id, now, denied=denied)
         note = "auto-approval is suspended while the policy has errors: the operator decides"
         return to_verdict(result, compiled.sha256, note=note if suspended else None)
 

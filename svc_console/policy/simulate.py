@@ -120,13 +120,13 @@ def simulate(draft: LoadedPolicy, past: Iterable[Any], *, since: float, until: f
             if was in ("auto_approved", "approved") or record.state in _PAID:
                 _count(totals, facts, at, charged or facts.amount, None)
             if at >= since - brakes.horizon and record.verdict is not None:
-                key = brakes.same_key(facts)
-                brakes.count(facts, key, record.id, at, denied=was == "denied_by_policy")
+                tally = brakes.tally(facts)
+                brakes.count(tally, record.id, at, denied=was == "denied_by_policy")
             continue
         report.replayed += 1
         report.moved_actual += charged
         result = policy.evaluate(facts, totals, at, brakes=True, paused=paused.get(record.agent))
-        brakes.count(facts, result.same_key, record.id, at, denied=result.outcome == "deny")
+        brakes.count(result.tally, record.id, at, denied=result.outcome == "deny")
         failed = _failed(result.outcome, was, record.state)
         why = brakes.ended(record.agent, failed, at) if failed is not None else None
         if why is not None and record.agent not in paused:

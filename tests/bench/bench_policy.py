@@ -5,9 +5,11 @@ The ledger is the shared deterministic one (`data.ledger`); its running budget t
 once from its rows (a broker keeps them as it goes; these rows were generated without one) and
 loaded the way the broker loads them at start. Each evaluation judges a different request, drawn
 from the ledger's own (agents, providers, endpoints, prices), at the moment after the last one:
-every budget window is full. What is timed is `CompiledPolicy.evaluate`: the decision, every rule
-that decided or warned, and each budget's figures before and after. Building the `Verdict` model
-from it (done once per request, on the way to the ledger) is timed too and shown as context.
+every budget window is full. What is timed is what the broker does for a new request: the
+decision (`CompiledPolicy.evaluate` with the brakes), every rule that decided or warned, each
+budget's figures before and after, and the request counted in the brakes' counts. Building the
+`Verdict` model from it (done once per request, on the way to the ledger) is timed too and shown
+as context.
 
 Baseline: the same evaluation with each budget's spend summed from the ledger with SQL (one
 `SELECT sum(...)` per budget over its window), as an engine without running totals would.
@@ -153,10 +155,16 @@ def run(runs: int) -> list[BenchResult]:
             facts = [facts_of_record(r) for r in _requests(ledger, SAMPLE_REQUESTS)]
             outcomes: dict[str, int] = {}
             for f in facts:
-                outcome = policy.evaluate(f, totals, now).outcome
+                outcome = policy.evaluate(f, totals, now, brakes=True).outcome
                 outcomes[outcome] = outcomes.get(outcome, 0) + 1
+            count = policy.brakes.count
 
-            evaluate = policy.evaluate
+            def evaluate(request, totals, now):
+                """As the broker judges a new request (`LivePolicy.admit`)."""
+                result = policy.evaluate(request, totals, now, brakes=True)
+                count(result.tally, "req", now, denied=result.outcome == "deny")
+                return result
+
             samples: list[float] = []
             cpu_samples: list[float] = []
             verdict_samples: list[float] = []
@@ -206,6 +214,12 @@ def run(runs: int) -> list[BenchResult]:
                 "rules": rules,
                 "budgets": len(policy.budgets),
                 "auto_approve_rules": len(policy.auto),
+                "brakes": {
+                    "rate_limits": len(policy.brakes.rates),
+                    "repeats": policy.brakes.repeats is not None,
+                    "circuit_breaker": policy.brakes.breaker is not None,
+                    "velocity": policy.brakes.velocity is not None,
+                },
                 "ledger_rows": ROWS,
                 "totals_rows_loaded": loaded_rows,
                 "totals_load_ms": round(load_ms, 1),
@@ -248,6 +262,10 @@ def _count_rules(rules) -> int:
         )
     )
     count += sum(1 + len(rule.budgets) for rule in rules.auto_approve)
+    count += len(rules.rate_limits)
+    count += sum(
+        getattr(rules, key) is not None for key in ("repeats", "circuit_breaker", "velocity")
+    )
     return count
 
 

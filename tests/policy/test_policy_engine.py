@@ -153,6 +153,19 @@ def test_a_pattern_that_backtracks_exponentially_in_python_runs_in_linear_time()
     assert judge(policy, facts(inputs={"q": "xaaa"})).outcome == "deny"
 
 
+def test_of_several_patterns_searched_together_the_verdict_names_the_first_that_matches():
+    policy = compiled(
+        "never_send_patterns:\n  ticket: 'TCK-\\d+'\n  project: '(?i)prj-\\d{4}'\n"
+        "  code: '^[A-Z]{3}$'\n"
+    )
+    cases = {"about prj-1234": "project", "TCK-9 and PRJ-1234": "ticket", "XYZ": "code"}
+    for text, name in cases.items():
+        verdict = judge(policy, facts(inputs={"q": text}))
+        assert verdict.outcome == "deny"
+        assert verdict.citations[0].reason == f"input q holds {name}"
+    assert judge(policy, facts(inputs={"q": "prj-12, XYZW, TCK-"})).outcome != "deny"
+
+
 @pytest.mark.parametrize(
     ("yaml", "request_overrides"),
     [

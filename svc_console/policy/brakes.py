@@ -225,7 +225,10 @@ class Brakes:
         are the same; whether it did."""
         if older is None or older.signature != self.signature or not self.counting:
             return False
-        self.rates, self._same, self._runs = older.rates, older._same, older._runs
+        # The counts only: where each rule is written may have moved (prose added above it).
+        for rate, before in zip(self.rates, older.rates, strict=True):
+            rate.counts = before.counts
+        self._same, self._runs = older._same, older._runs
         return True
 
     def load(self, seen: Iterable[Seen], ended: Iterable[Ended]) -> None:

@@ -280,3 +280,22 @@ async def test_explain_names_the_brake_and_its_count_and_simulate_replays_the_br
         "scrape-bot at " in simulated.stdout
         and "2 failures in a row within 15 minutes" in simulated.stdout
     )
+
+
+async def test_a_new_version_keeps_the_counts_and_cites_its_own_lines(start):
+    runtime = await start(REPEATS)
+    for _ in range(3):
+        assert (await settled(runtime, "loop-bot", {"query": "same"})).state == State.succeeded
+    moved = "# SKILLS.md\n\nWhy we brake.\n\nMore prose.\n" + REPEATS
+    (runtime.paths.home / "SKILLS.md").write_text(moved)
+    assert runtime.policy.reload().state == "active"
+    fourth = await settled(runtime, "loop-bot", {"query": "same"})
+    assert fourth.state == State.pending
+    line = 1 + moved.splitlines().index("repeats:")
+    assert fourth.verdict.summary.startswith(f"the operator decides: repeats (SKILLS.md:{line}):")
+    assert "4th identical call" in fourth.verdict.summary
+    # Other brakes: counted again from the ledger, the four calls included.
+    (runtime.paths.home / "SKILLS.md").write_text(moved.replace("max_same: 3", "max_same: 4"))
+    assert runtime.policy.reload().state == "active"
+    fifth = await settled(runtime, "loop-bot", {"query": "same"})
+    assert fifth.state == State.pending and "5th identical call" in fifth.verdict.summary

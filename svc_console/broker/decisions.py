@@ -22,6 +22,7 @@ from svc_console.core.money import format_usdc
 from svc_console.core.states import State
 from svc_console.ledger import Ledger, PastLifetime
 from svc_console.policy import PolicyEngine
+from svc_console.policy.grants import grant_id
 
 log = logging.getLogger(__name__)
 
@@ -74,16 +75,22 @@ class Decisions:
         """Commit the approval an auto-approve rule gave, naming the rule and its budget, with
         what intake `learned` (its estimate among them)."""
         rule_name = verdict.rules[0] if verdict.rules else "auto-approve"
+        rule = next(c.rule for c in verdict.citations if c.effect == "auto_approve")
+        # A grant is the operator's standing decision, not a policy rule: named as such.
+        by, channel = (
+            (rule_name, "grant")
+            if grant_id(rule) is not None
+            else (f"policy: {rule_name}", "policy")
+        )
         decision = Decision(
             approved=True,
-            by=f"policy: {rule_name}",
+            by=by,
             at=now,
             ceiling_usdc=approval_ceiling(request, learned["estimate"]),
             evidence=Evidence(
-                channel="policy", rule=rule_name, policy_version=verdict.policy_sha256
+                channel=channel, rule=rule_name, policy_version=verdict.policy_sha256
             ),
         )
-        rule = next(c.rule for c in verdict.citations if c.effect == "auto_approve")
         self.ledger.decide(request.id, decision, State.auto_approved, budget_rule=rule, **learned)
         return State.auto_approved
 

@@ -4,7 +4,7 @@ served on, and who a caller is.
 The agents' socket serves `console.hello` and `spend.*`; the operator socket serves
 `console.hello`, `approvals.*`, `wallet.fund_*` (funding a request that waits for funds, through
 to its single retry: `broker.funding`), `agents.sync` and the paused agents (`agents.paused`,
-`agents.resume`). A method asked of the wrong socket is
+`agents.resume`) and grants (`grants.list`, `grants.revoke`). A method asked of the wrong socket is
 refused, never served: an agent cannot reach an operator method whatever it says. On the agents'
 socket every call speaks for the identity the connection is bound to (`agent_access`), and
 requests, idempotency keys, waits and cancels are that identity's alone: another agent's request
@@ -32,6 +32,8 @@ from svc_console.broker.params import (
     ApproveParams,
     DenyParams,
     FundWaitParams,
+    GrantListParams,
+    GrantParams,
     HelloParams,
     ListParams,
     ReadParams,
@@ -282,6 +284,18 @@ class Methods:
         await self._unlock(None, resume.passphrase, decider)
         return self.broker.pauses.resume(resume.agent, decider).__dict__
 
+    async def list_grants(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """The grants in force; with `all`, the latest ones, ended too."""
+        listing = GrantListParams.model_validate(params)
+        grants = self.broker.grants
+        rows = grants.recent(listing.limit) if listing.all else grants.in_force()
+        return [row.__dict__ for row in rows]
+
+    async def revoke_grant(self, caller: Caller, params: dict[str, Any]) -> Any:
+        revoke = GrantParams.model_validate(params)
+        decider = Decider.on_operator_socket(caller.peer)
+        return self.broker.grants.revoke(revoke.grant_id, decider).__dict__
+
     def _passphrase_set(self) -> bool:
         return self.passphrase is not None and self.passphrase.is_set()
 
@@ -327,6 +341,8 @@ TABLE: dict[str, Entry] = {
     "agents.sync": Entry(Methods.sync_agents, OPERATOR),
     "agents.paused": Entry(Methods.paused_agents, OPERATOR),
     "agents.resume": Entry(Methods.resume_agent, OPERATOR),
+    "grants.list": Entry(Methods.list_grants, OPERATOR),
+    "grants.revoke": Entry(Methods.revoke_grant, OPERATOR),
 }
 
 

@@ -83,11 +83,25 @@ class ApproveParams(RequestParams):
     confirm_amount: Usdc | None = None
     note: str | None = Field(None, max_length=500)
     passphrase: str | None = Field(None, repr=False, max_length=1024)
+    # For a while: also approve this agent's calls to the same endpoint, each at most this
+    # approval's amount, up to `grant_total` in all, for `grant_for` (15m, 1h, session).
+    grant_for: str | None = Field(None, max_length=20)
+    grant_total: Usdc | None = None
 
 
 class DenyParams(RequestParams):
     reason: str = Field(min_length=1, max_length=500)
     passphrase: str | None = Field(None, repr=False, max_length=1024)
+    grant_for: str | None = Field(None, max_length=20)  # also deny calls like it for a while
+
+
+class GrantParams(Params):
+    grant_id: int = Field(ge=1)
+
+
+class GrantListParams(Params):
+    all: bool = False
+    limit: int = Field(100, ge=1, le=1000)
 
 
 class ListParams(Params):

@@ -61,6 +61,7 @@ def live_policy(
         paused={pause.agent: pause.reason for pause in pauses.paused(ledger)},
     )
     ledger.final_listeners.append(lambda finals: _follow_outcomes(ledger, live, finals))
+    ledger.budget_listeners.append(live.grants.apply)
     fallback = []
     for path in files:
         last = policy_versions.latest(ledger, str(path), valid_only=True)

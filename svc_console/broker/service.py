@@ -19,9 +19,10 @@ from typing import Any
 
 from svc_console.broker import errors
 from svc_console.broker.deciders import Decider
-from svc_console.broker.decisions import Decisions
+from svc_console.broker.decisions import Decisions, approval_ceiling
 from svc_console.broker.endpoint_cache import EndpointCache
 from svc_console.broker.executor import MAX_ATTEMPTS, Executor
+from svc_console.broker.grants import OperatorGrants, check_total, parse_lasting
 from svc_console.broker.intake import Intake
 from svc_console.broker.params import ApproveParams, DenyParams, SubmitParams
 from svc_console.broker.pauses import AgentPauses
@@ -64,6 +65,15 @@ def _same_request(existing: SpendRequest, params: SubmitParams) -> None:
         )
 
 
+def _lasting(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        return parse_lasting(text)
+    except ValueError as exc:
+        raise errors.InvalidParams(str(exc)) from None
+
+
 def new_request_id() -> str:
     return f"req_{secrets.token_hex(6)}"
 
@@ -96,6 +106,7 @@ class Broker:
         self._intake = Intake(ledger, market, self.policy, self.decisions, endpoints)
         self._executor = Executor(ledger, market, clock)
         self.pauses = AgentPauses(ledger, self.policy, clock)
+        self.grants = OperatorGrants(ledger, getattr(self.policy, "grants", None), clock)
         self._listeners: list[Listener] = []
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
         self._watchers: dict[str, set[asyncio.Future[None]]] = {}  # woken by any change
@@ -110,10 +121,12 @@ class Broker:
         """Recover what a previous process left mid-way, start the expiry clock. Returns the
         requests recovery could not settle (left `unknown`) for the operator to reconcile."""
         unsettled = self._recover()
+        self.grants.start()
         self._expiry = asyncio.create_task(self._expire_forever(), name="broker-expiry")
         return unsettled
 
     async def stop(self) -> None:
+        self.grants.stop()
         tasks = [*self._tasks, *([self._expiry] if self._expiry else [])]
         for task in tasks:
             task.cancel()
@@ -230,14 +243,27 @@ class Broker:
     async def approve(self, params: ApproveParams, decider: Decider | None = None) -> SpendRequest:
         """The operator's approval; `decider` is who gives it (default: this process, the TUI)."""
         request = self._pending(params.request_id)
-        self.decisions.approve(request, params, decider or Decider.this_process())
+        decider = decider or Decider.this_process()
+        lasting = _lasting(params.grant_for)
+        if lasting is not None:
+            assert request.estimate is not None
+            check_total(params.grant_total, approval_ceiling(request, request.estimate))
+        decision = self.decisions.approve(request, params, decider)
+        if lasting is not None:
+            self.grants.make(
+                request, decision, lasting=lasting, total=params.grant_total, decider=decider
+            )
         self._changed(request.id)
         self._spawn(self._execute(request.id), f"execute-{request.id}")
         return self.get(request.id)
 
     async def deny(self, params: DenyParams, decider: Decider | None = None) -> SpendRequest:
         request = self._pending(params.request_id)
-        self.decisions.deny(request, params, decider or Decider.this_process())
+        decider = decider or Decider.this_process()
+        lasting = _lasting(params.grant_for)
+        decision = self.decisions.deny(request, params, decider)
+        if lasting is not None:
+            self.grants.make(request, decision, lasting=lasting, total=None, decider=decider)
         self._changed(request.id)
         return self.get(request.id)
 

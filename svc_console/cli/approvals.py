@@ -26,10 +26,24 @@ def add_commands(commands: Any) -> None:
         "--confirm-amount", help="the amount, typed, when the request is above the threshold"
     )
     approve.add_argument("--note")
+    approve.add_argument(
+        "--for",
+        dest="grant_for",
+        metavar="DURATION",
+        help="also approve this agent's calls to the same endpoint, each at most this amount,"
+        " for 15m, 1h, 2d... or session (until the console stops); needs --total",
+    )
+    approve.add_argument("--total", metavar="USDC", help="what --for may approve in all")
     approve.set_defaults(run=run_approve)
     deny = approvals.add_parser("deny", help="deny a pending request")
     deny.add_argument("request_id")
     deny.add_argument("--reason", required=True)
+    deny.add_argument(
+        "--for",
+        dest="grant_for",
+        metavar="DURATION",
+        help="also deny this agent's calls to the same endpoint for 15m, 1h, 2d... or session",
+    )
     deny.set_defaults(run=run_deny)
 
 
@@ -64,6 +78,10 @@ def run_approve(args: argparse.Namespace) -> int:
     params = {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
     if args.note:
         params["note"] = args.note
+    if args.total is not None and args.grant_for is None:
+        raise CommandError("--total goes with --for: how long the grant lasts", EXIT_USAGE)
+    if args.grant_for is not None:
+        params["grant_for"], params["grant_total"] = args.grant_for, args.total
     from svc_console.agent import AgentError
 
     with connect(None, operator=True) as agent:
@@ -82,14 +100,24 @@ def run_approve(args: argparse.Namespace) -> int:
                 ) from None
             raise CommandError(exc.message, EXIT_USAGE) from None
     print(f"{request['id']} {request['state']}")
+    if args.grant_for is not None:
+        print(
+            f"and calls like it for {args.grant_for}, up to {args.total} USDC in all"
+            " (svc-console grants list)"
+        )
     return 0
 
 
 def run_deny(args: argparse.Namespace) -> int:
     with connect(None, operator=True) as agent:
-        params = with_passphrase(agent, {"request_id": args.request_id, "reason": args.reason})
+        denial = {"request_id": args.request_id, "reason": args.reason}
+        if args.grant_for is not None:
+            denial["grant_for"] = args.grant_for
+        params = with_passphrase(agent, denial)
         request = call(lambda: agent.call("approvals.deny", params))
     print(f"{request['id']} {request['state']}")
+    if args.grant_for is not None:
+        print(f"and calls like it denied for {args.grant_for}: see svc-console grants list")
     return 0
 
 

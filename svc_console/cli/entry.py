@@ -12,6 +12,7 @@ from svc_console.cli import (
     approvals,
     audit,
     console,
+    grants,
     mcp,
     onboarding,
     operators,
@@ -33,7 +34,19 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"svc-console {__version__}")
     commands = top.add_subparsers(title="commands", metavar="COMMAND")
     console.add_commands(top, commands)
-    groups = (agent, agents, approvals, wallet, operators, onboarding, audit, policy, usage, mcp)
+    groups = (
+        agent,
+        agents,
+        approvals,
+        grants,
+        wallet,
+        operators,
+        onboarding,
+        audit,
+        policy,
+        usage,
+        mcp,
+    )
     for group in groups:
         group.add_commands(commands)
     return top

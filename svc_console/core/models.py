@@ -204,7 +204,7 @@ class Evidence(Model):
     channel, and the deciding process's uid, pid and name as the kernel reported them; for a
     policy rule, the rule and the policy version in force."""
 
-    channel: Literal["tui", "cli", "policy"]
+    channel: Literal["tui", "cli", "policy", "grant"]
     uid: int | None = None
     pid: int | None = None
     process: str | None = None

@@ -38,6 +38,7 @@ SEALED: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "budget_reservations": ("id", None),
     "policy_versions": ("id", None),
     "agent_pauses": ("id", None),
+    "grants": ("id", None),
     "usage": (
         "id",
         (

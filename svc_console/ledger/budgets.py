@@ -70,6 +70,7 @@ def reserve(
         },
     )
     add(db, buckets, slot, reserved=amount)
+    _grant_used(db, buckets, amount)
     return buckets, slot, amount
 
 
@@ -86,6 +87,7 @@ def settle(db: sqlite_utils.Database, request_id: str, charged: int, at: float) 
         {"state": "settled", "settled_usdc": charged, "closed_at": at},
     )
     add(db, buckets, slot, reserved=-reserved, settled=charged)
+    _grant_used(db, buckets, charged - reserved)
     return buckets, slot, charged - reserved
 
 
@@ -97,6 +99,7 @@ def release(db: sqlite_utils.Database, request_id: str, at: float) -> Change | N
     row_id, buckets, slot, reserved = open_row
     rows.update(db, "budget_reservations", row_id, {"state": "released", "closed_at": at})
     add(db, buckets, slot, reserved=-reserved)
+    _grant_used(db, buckets, -reserved)
     return buckets, slot, -reserved
 
 
@@ -169,6 +172,24 @@ def _open(db: sqlite_utils.Database, request_id: str) -> tuple[int, tuple, int, 
         return None
     buckets = tuple((scope, key) for scope, key in json.loads(row[1]))
     return row[0], buckets, row[2], row[3]
+
+
+def grants_in(buckets: tuple[Bucket, ...]) -> list[int]:
+    """The grants whose approvals these buckets count (a grant's own buckets say which)."""
+    return [
+        int(scope[len(_GRANT_SCOPE) : -len("/overall")])
+        for scope, _key in buckets
+        if scope.startswith(_GRANT_SCOPE) and scope.endswith("/overall")
+    ]
+
+
+def _grant_used(db: sqlite_utils.Database, buckets: tuple[Bucket, ...], delta: int) -> None:
+    """What a grant approved follows its approvals' reservations (the caller seals the row)."""
+    for grant in grants_in(buckets):
+        db.execute("UPDATE grants SET used_usdc = used_usdc + ? WHERE id = ?", [delta, grant])
+
+
+_GRANT_SCOPE = "auto:grant:"  # core.buckets.rule_scope of a grant's rule, `grant:7`
 
 
 def add(

@@ -297,7 +297,23 @@ def _v7(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS requests_updated ON requests(updated_at)")
 
 
-MIGRATIONS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
+def _v8(db: sqlite_utils.Database) -> None:
+    """Grants: an operator's decision that stands for a while for one agent and one endpoint,
+    dataset or tool (policy/grants.py). `used_usdc` is what it approved, reserved and settled,
+    kept with the budget reservations (ledger/budgets.py); an ended grant keeps its row, with when,
+    by whom and why it ended. Safe to meet twice."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS grants (id INTEGER PRIMARY KEY, agent TEXT NOT NULL,"
+        " kind TEXT NOT NULL, target TEXT NOT NULL, effect TEXT NOT NULL,"
+        " per_call_max_usdc INTEGER NOT NULL, total_usdc INTEGER, used_usdc INTEGER NOT NULL"
+        " DEFAULT 0, expires_at REAL, created_at REAL NOT NULL, created_by TEXT NOT NULL,"
+        " evidence TEXT, request_id TEXT NOT NULL, ended_at REAL, ended_by TEXT,"
+        " ended_reason TEXT)"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS grants_open ON grants(id) WHERE ended_at IS NULL")
+
+
+MIGRATIONS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

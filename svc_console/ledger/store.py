@@ -250,9 +250,16 @@ class Ledger:
             agent = self.db.execute("SELECT agent FROM requests WHERE id = ?", [request_id])
             self._finals.append((agent.fetchone()[0], target, at))
         if target in _RELEASES:
-            change = budgets.release(self.db, request_id, at)
-            if change is not None:
-                self._budget_changes.append(change)
+            self._counted(budgets.release(self.db, request_id, at))
+
+    def _counted(self, change: Change | None) -> None:
+        """A change of the budget totals, for the listeners once committed; the grants it
+        counts for are sealed with it."""
+        if change is None:
+            return
+        self._budget_changes.append(change)
+        for grant in budgets.grants_in(change[0]):
+            self.seal("grants", grant)
 
     def _state(self, request_id: str) -> State:
         row = self.db.execute("SELECT state FROM requests WHERE id = ?", [request_id]).fetchone()
@@ -310,7 +317,7 @@ class Ledger:
             )
             if decision.approved and decision.ceiling_usdc is not None:
                 amount = to_atomic(decision.ceiling_usdc)
-                self._budget_changes.append(
+                self._counted(
                     budgets.reserve(
                         self.db, request_id, int(decision_id), amount, decision.at, budget_rule
                     )
@@ -398,9 +405,7 @@ class Ledger:
             self._write_state(request_id, target, at, {"reason": error, **fields}, finished)
             if target == State.succeeded and outcome is not None:
                 charged = to_atomic(outcome.charged_usdc)
-                change = budgets.settle(self.db, request_id, charged, at)
-                if change is not None:
-                    self._budget_changes.append(change)
+                self._counted(budgets.settle(self.db, request_id, charged, at))
 
     def attempts(self, request_id: str, decision_id: int | None = None) -> int:
         """Execution attempts of a request, or of one of its approvals."""

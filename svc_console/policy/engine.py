@@ -23,6 +23,7 @@ from svc_console.policy.brakes import Brakes
 from svc_console.policy.budgets import RollingTotals
 from svc_console.policy.checks import AutoRule, BudgetCheck, Cite, group_budgets, list_checks
 from svc_console.policy.facts import Facts
+from svc_console.policy.grants import GrantBook
 from svc_console.policy.loader import LoadedPolicy
 from svc_console.policy.matchers import MISSING, InputScanner
 from svc_console.policy.rules import SECRET_NAMES
@@ -124,10 +125,12 @@ class CompiledPolicy:
         auto_allowed: bool = True,
         brakes: bool = False,
         paused: str | None = None,
+        grants: GrantBook | None = None,
     ) -> Evaluation:
         """`brakes`: judge a new request by the brakes too (rate limits, repeats, velocity), not
         an operator's approval of one already queued; `paused`: why the agent is paused, if it
-        is (its requests wait for the operator, whatever an auto-approve rule says)."""
+        is (its requests wait for the operator, whatever an auto-approve rule says); `grants`:
+        the operator's standing decisions, tried before the auto-approve rules."""
         result = Evaluation()
         cites, impacts = result.citations, result.impacts
         self._lists(facts, cites)
@@ -141,6 +144,8 @@ class CompiledPolicy:
             why = f"agent {facts.agent} is paused ({paused}) until an operator resumes it"
             where = self.brakes.where("circuit_breaker")
             cites.append(Cite("ask", "circuit_breaker", why, where))
+        if grants is not None:
+            grants.denies(facts, now, cites)
         asked = False
         for cite in cites:
             if cite.effect == "deny":
@@ -148,6 +153,9 @@ class CompiledPolicy:
                 return result
             asked = asked or cite.effect == "ask"
         if asked:
+            return result
+        if grants is not None and (grant := grants.approves(facts, now, cites)) is not None:
+            result.outcome, result.rule = "auto_approve", grant.rule
             return result
         for rule in self._auto_for.get(facts.domain_type, self._auto_anywhere):
             if not rule.holds(facts, now):

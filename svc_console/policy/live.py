@@ -29,9 +29,10 @@ from typing import Any, Literal
 from svc_console.core.models import EndpointRecord, Estimate, SpendRequest, Verdict
 from svc_console.policy.brakes import FAILURES, SUCCESS, Ended, Seen
 from svc_console.policy.budgets import RollingTotals
-from svc_console.policy.engine import CompiledPolicy
+from svc_console.policy.engine import CompiledPolicy, Evaluation
 from svc_console.policy.errors import PolicyInvalid
-from svc_console.policy.facts import facts_of
+from svc_console.policy.facts import Facts, facts_of
+from svc_console.policy.grants import GrantBook
 from svc_console.policy.loader import PolicyFile, load, read
 from svc_console.policy.verdicts import to_verdict
 
@@ -97,6 +98,8 @@ class LivePolicy:
     compiled: CompiledPolicy | None = None
     # Agents the circuit breaker paused, and why: their requests wait for the operator.
     paused: dict[str, str] = field(default_factory=dict)
+    # The operator's standing decisions (broker/grants.py makes and ends them).
+    grants: GrantBook = field(default_factory=GrantBook)
     status: PolicyStatus = field(init=False)
     _listeners: list[Listener] = field(default_factory=list)
 
@@ -230,19 +233,37 @@ class LivePolicy:
         caller commits it before it awaits anything (see broker/intake.py)."""
         compiled, status = self.compiled, self.status
         paused = self.paused.get(request.agent)
-        if compiled is None:
-            if paused is not None:
-                return Verdict(outcome="ask", summary=f"agent {request.agent} is paused ({paused})")
-            return self.evaluate(request, endpoint, estimate, now=now, dataset=dataset)
         facts = facts_of(request, endpoint, estimate, dataset)
+        if compiled is None:
+            return self._without_rules(facts, now, paused)
         suspended = status.auto_approval_suspended
         result = compiled.evaluate(
-            facts, self.totals, now, auto_allowed=not suspended, brakes=True, paused=paused
+            facts,
+            self.totals,
+            now,
+            auto_allowed=not suspended,
+            brakes=True,
+            paused=paused,
+            grants=self.grants,
         )
         denied = result.outcome == "deny"
         compiled.brakes.count(result.tally, request.id, now, denied=denied)
         note = "auto-approval is suspended while the policy has errors: the operator decides"
         return to_verdict(result, compiled.sha256, note=note if suspended else None)
+
+    def _without_rules(self, facts: Facts, now: float, paused: str | None) -> Verdict:
+        """No policy in force: the operator decides, but for what their grants decide."""
+        if paused is not None:
+            return Verdict(outcome="ask", summary=f"agent {facts.agent} is paused ({paused})")
+        result = Evaluation()
+        if self.grants.denies(facts, now, result.citations) is not None:
+            result.outcome = "deny"
+        elif (grant := self.grants.approves(facts, now, result.citations)) is not None:
+            result.outcome, result.rule = "auto_approve", grant.rule
+        note = None
+        if self.status.state == "invalid":
+            note = "the policy has errors and no valid version: the operator decides"
+        return to_verdict(result, note=note)
 
     def ended(self, agent: str, state: str, at: float) -> str | None:
         """Follow a request's final state; why to pause its agent when the circuit breaker

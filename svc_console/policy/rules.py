@@ -87,7 +87,8 @@ def _category(value: Any) -> str:
     return value.lower()
 
 
-def _duration(value: Any) -> int:
+def parse_duration(value: Any) -> int:
+    """Seconds of a duration such as 90s, 15m, 2h or 1d (10s to 7d); ValueError."""
     if isinstance(value, int) and not isinstance(value, bool):
         seconds = float(value)
     else:
@@ -172,7 +173,7 @@ Format = Annotated[str, _one_of("a dataset format", FORMATS)]
 Kind = Annotated[str, _one_of("a request kind", KINDS)]
 Category = Annotated[str, BeforeValidator(_category, json_schema_input_type=str)]
 Secret = Annotated[str, _one_of("a kind of secret", tuple(SECRET_NAMES))]
-Duration = Annotated[int, BeforeValidator(_duration, json_schema_input_type=str | int)]
+Duration = Annotated[int, BeforeValidator(parse_duration, json_schema_input_type=str | int)]
 TimeWindow = Annotated[str, BeforeValidator(_window, json_schema_input_type=str)]
 TimeZone = Annotated[str, BeforeValidator(_timezone, json_schema_input_type=str)]
 Regex = Annotated[str, BeforeValidator(_regex, json_schema_input_type=str)]

@@ -10,6 +10,7 @@ from svc_console.core.models import Verdict
 from svc_console.policy.checks import BudgetCheck, Cite
 from svc_console.policy.engine import Evaluation
 from svc_console.policy.errors import Where
+from svc_console.policy.grants import grant_id, grant_name
 
 ASK = "no policy rule decides this: the operator does"
 
@@ -41,6 +42,9 @@ def to_verdict(
         summary = f"denied by {cited(first.rule, first.where)}: {first.text()}"
         if len(deciding) > 1:
             summary += f" (and {len(deciding) - 1} more)"
+    elif evaluation.outcome == "auto_approve" and grant_id(evaluation.rule) is not None:
+        deciding = [c for c in cites if c.effect == "auto_approve"]
+        summary = f"approved by {grant_name(evaluation.rule)}: {deciding[0].text()}"
     elif evaluation.outcome == "auto_approve":
         deciding = [c for c in cites if c.effect == "auto_approve"]
         summary = f"approved by auto_approve {cited(repr(evaluation.rule), deciding[0].where)}"
@@ -57,7 +61,9 @@ def to_verdict(
     if warnings:
         summary += f"; {warnings} budget warning{'s' if warnings > 1 else ''}"
     rules = [
-        cited(f"auto_approve {c.rule!r}" if c.effect == "auto_approve" else c.rule, c.where)
+        grant_name(c.rule)
+        if grant_id(c.rule) is not None
+        else cited(f"auto_approve {c.rule!r}" if c.effect == "auto_approve" else c.rule, c.where)
         for c in deciding
     ]
     # One validation of plain values is faster than constructing each nested model.

@@ -106,6 +106,14 @@ class Decisions:
         ceiling = approval_ceiling(request, request.estimate)
         return ceiling if ceiling > threshold else None
 
+    def total_confirmation_needed(self, total: Decimal) -> bool:
+        """Whether the operator must type the total of several approvals made at once: when it
+        passes the threshold one request's amount would be typed above."""
+        threshold = self.policy.confirm_above_usdc
+        if threshold is None:
+            threshold = self._confirm_above_usdc
+        return threshold is not None and total > threshold
+
     def refuse(self, request_id: str | None, reason: str, decider: Decider) -> None:
         """Keep a refused decision in the audit chain, with who tried it."""
         self.ledger.record_refusal(request_id, reason, decider.evidence(), at=self.clock())

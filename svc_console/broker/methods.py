@@ -29,7 +29,9 @@ from svc_console.broker.funding import Funding
 from svc_console.broker.limits import Limits
 from svc_console.broker.params import (
     AgentParams,
+    ApproveManyParams,
     ApproveParams,
+    DenyManyParams,
     DenyParams,
     FundWaitParams,
     GrantListParams,
@@ -249,6 +251,24 @@ class Methods:
         await self._unlock(denial.request_id, denial.passphrase, decider)
         return public(await self.broker.deny(denial, decider))
 
+    async def approve_many(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """Several requests approved at once, each its own decision; by request, its state."""
+        approval = ApproveManyParams.model_validate(params)
+        decider = Decider.on_operator_socket(caller.peer)
+        await self._unlock(approval.request_ids[0], approval.passphrase, decider)
+        return await self.broker.approve_many(
+            approval.request_ids,
+            confirm_total=approval.confirm_total,
+            note=approval.note,
+            decider=decider,
+        )
+
+    async def deny_many(self, caller: Caller, params: dict[str, Any]) -> Any:
+        denial = DenyManyParams.model_validate(params)
+        decider = Decider.on_operator_socket(caller.peer)
+        await self._unlock(denial.request_ids[0], denial.passphrase, decider)
+        return await self.broker.deny_many(denial.request_ids, denial.reason, decider)
+
     async def fund_start(self, caller: Caller, params: dict[str, Any]) -> Any:
         """A funding checkout for what the wallet lacks of what the request needs."""
         request_id = RequestParams.model_validate(params).request_id
@@ -335,6 +355,8 @@ TABLE: dict[str, Entry] = {
     "approvals.list": Entry(Methods.list_approvals, OPERATOR),
     "approvals.approve": Entry(Methods.approve, OPERATOR),
     "approvals.deny": Entry(Methods.deny, OPERATOR),
+    "approvals.approve_many": Entry(Methods.approve_many, OPERATOR),
+    "approvals.deny_many": Entry(Methods.deny_many, OPERATOR),
     "wallet.fund_start": Entry(Methods.fund_start, OPERATOR),
     "wallet.fund_wait": Entry(Methods.fund_wait, OPERATOR),
     "wallet.fund_retry": Entry(Methods.fund_retry, OPERATOR),

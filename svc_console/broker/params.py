@@ -95,6 +95,22 @@ class DenyParams(RequestParams):
     grant_for: str | None = Field(None, max_length=20)  # also deny calls like it for a while
 
 
+class ApproveManyParams(Params):
+    """Several pending requests approved at once: each gets its own decision; the typed
+    confirmation, when the total needs one, is the total."""
+
+    request_ids: list[str] = Field(min_length=1, max_length=500)
+    confirm_total: Usdc | None = None
+    note: str | None = Field(None, max_length=500)
+    passphrase: str | None = Field(None, repr=False, max_length=1024)
+
+
+class DenyManyParams(Params):
+    request_ids: list[str] = Field(min_length=1, max_length=500)
+    reason: str = Field(min_length=1, max_length=500)
+    passphrase: str | None = Field(None, repr=False, max_length=1024)
+
+
 class GrantParams(Params):
     grant_id: int = Field(ge=1)
 

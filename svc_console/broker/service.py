@@ -27,6 +27,7 @@ from svc_console.broker.intake import Intake
 from svc_console.broker.params import ApproveParams, DenyParams, SubmitParams
 from svc_console.broker.pauses import AgentPauses
 from svc_console.core.models import SpendRequest, Submitter
+from svc_console.core.money import format_usdc
 from svc_console.core.states import CANCELLABLE, FINAL, IllegalTransition, State
 from svc_console.ledger import Ledger
 from svc_console.market.gateway import Marketplace
@@ -266,6 +267,65 @@ class Broker:
             self.grants.make(request, decision, lasting=lasting, total=None, decider=decider)
         self._changed(request.id)
         return self.get(request.id)
+
+    def pending_total(self, request_ids: Iterable[str]) -> tuple[list[SpendRequest], Decimal]:
+        """The pending requests named (each once) and the most approving all would let the
+        console pay; raises if one is not pending."""
+        requests = [self._pending(request_id) for request_id in dict.fromkeys(request_ids)]
+        total = sum(
+            (approval_ceiling(r, r.estimate) for r in requests if r.estimate is not None),
+            Decimal(0),
+        )
+        return requests, total
+
+    async def approve_many(
+        self,
+        request_ids: Iterable[str],
+        *,
+        confirm_total: Decimal | None = None,
+        note: str | None = None,
+        decider: Decider | None = None,
+    ) -> dict[str, str]:
+        """Approve several pending requests, each with its own decision and audit event, after
+        one confirmation of their total (when it passes the threshold). Returns, by request, its
+        state after, or why it was not approved (it expired meanwhile, a budget was spent)."""
+        requests, total = self.pending_total(request_ids)
+        if self.decisions.total_confirmation_needed(total) and confirm_total != total:
+            said = (
+                "type the total"
+                if confirm_total is None
+                else (f"{format_usdc(confirm_total)} USDC is not the total; type it")
+            )
+            raise errors.ConfirmationRequired(
+                f"{said}: {format_usdc(total)} USDC for {len(requests)} requests",
+                amount=format_usdc(total),
+            )
+        outcome: dict[str, str] = {}
+        for request in requests:
+            params = ApproveParams(
+                request_id=request.id,
+                confirm_amount=self.decisions.confirmation_needed(request),
+                note=note,
+            )
+            try:
+                outcome[request.id] = str((await self.approve(params, decider)).state)
+            except errors.BrokerError as exc:
+                outcome[request.id] = f"not approved: {exc}"
+        return outcome
+
+    async def deny_many(
+        self, request_ids: Iterable[str], reason: str, decider: Decider | None = None
+    ) -> dict[str, str]:
+        """Deny several pending requests, each with its own decision."""
+        requests, _total = self.pending_total(request_ids)
+        outcome: dict[str, str] = {}
+        for request in requests:
+            try:
+                denied = await self.deny(DenyParams(request_id=request.id, reason=reason), decider)
+                outcome[request.id] = str(denied.state)
+            except errors.BrokerError as exc:
+                outcome[request.id] = f"not denied: {exc}"
+        return outcome
 
     async def retry_funded(self, request_id: str) -> SpendRequest:
         """The single retry after the wallet was funded, within the same approval."""

@@ -20,10 +20,13 @@ def add_commands(commands: Any) -> None:
     listing.add_argument("--limit", type=int, default=100)
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(run=run_list)
-    approve = approvals.add_parser("approve", help="approve a pending request")
-    approve.add_argument("request_id")
+    approve = approvals.add_parser(
+        "approve", help="approve pending requests (several: each its own decision)"
+    )
+    approve.add_argument("request_ids", nargs="+", metavar="ID")
     approve.add_argument(
-        "--confirm-amount", help="the amount, typed, when the request is above the threshold"
+        "--confirm-amount",
+        help="the amount, typed, when the request is above the threshold (several: their total)",
     )
     approve.add_argument("--note")
     approve.add_argument(
@@ -35,8 +38,8 @@ def add_commands(commands: Any) -> None:
     )
     approve.add_argument("--total", metavar="USDC", help="what --for may approve in all")
     approve.set_defaults(run=run_approve)
-    deny = approvals.add_parser("deny", help="deny a pending request")
-    deny.add_argument("request_id")
+    deny = approvals.add_parser("deny", help="deny pending requests")
+    deny.add_argument("request_ids", nargs="+", metavar="ID")
     deny.add_argument("--reason", required=True)
     deny.add_argument(
         "--for",
@@ -75,6 +78,9 @@ def with_passphrase(agent: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_approve(args: argparse.Namespace) -> int:
+    if len(args.request_ids) > 1:
+        return _approve_many(args)
+    args.request_id = args.request_ids[0]
     params = {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
     if args.note:
         params["note"] = args.note
@@ -108,7 +114,49 @@ def run_approve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _approve_many(args: argparse.Namespace) -> int:
+    """Several requests, one confirmation of their total; each gets its own decision."""
+    if args.grant_for is not None or args.total is not None:
+        raise CommandError("--for and --total go with one request, not several", EXIT_USAGE)
+    params = {"request_ids": args.request_ids, "confirm_total": args.confirm_amount}
+    if args.note:
+        params["note"] = args.note
+    from svc_console.agent import AgentError
+
+    with connect(None, operator=True) as agent:
+        params = with_passphrase(agent, params)
+        try:
+            outcome = agent.call(
+                "approvals.approve_many", {k: v for k, v in params.items() if v is not None}
+            )
+        except AgentError as exc:
+            if exc.reason == "confirmation_required":
+                amount = exc.data.get("amount")
+                raise CommandError(
+                    f"these {len(args.request_ids)} requests may cost {amount} USDC in all: to"
+                    f" approve them, type the total: --confirm-amount {amount}",
+                    EXIT_USAGE,
+                ) from None
+            raise CommandError(exc.message, EXIT_USAGE) from None
+    return _print_outcome(outcome)
+
+
+def _print_outcome(outcome: dict[str, str]) -> int:
+    for request_id, state in outcome.items():
+        print(f"{request_id} {state}")
+    return 0 if all(not state.startswith("not ") for state in outcome.values()) else 1
+
+
 def run_deny(args: argparse.Namespace) -> int:
+    if len(args.request_ids) > 1:
+        if args.grant_for is not None:
+            raise CommandError("--for goes with one request, not several", EXIT_USAGE)
+        with connect(None, operator=True) as agent:
+            denial = {"request_ids": args.request_ids, "reason": args.reason}
+            params = with_passphrase(agent, denial)
+            outcome = call(lambda: agent.call("approvals.deny_many", params))
+        return _print_outcome(outcome)
+    args.request_id = args.request_ids[0]
     with connect(None, operator=True) as agent:
         denial = {"request_id": args.request_id, "reason": args.reason}
         if args.grant_for is not None:

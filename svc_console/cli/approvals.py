@@ -37,6 +37,14 @@ def add_commands(commands: Any) -> None:
         " for 15m, 1h, 2d... or session (until the console stops); needs --total",
     )
     approve.add_argument("--total", metavar="USDC", help="what --for may approve in all")
+    approve.add_argument(
+        "--always",
+        action="store_true",
+        help="also add a rule to --policy FILE that approves this agent's calls to this endpoint,"
+        " each at most this amount, within --daily USDC a day (default: 20 calls' worth)",
+    )
+    approve.add_argument("--policy", metavar="FILE", help="the SKILLS.md file --always writes to")
+    approve.add_argument("--daily", metavar="USDC", help="the --always rule's daily budget")
     approve.set_defaults(run=run_approve)
     deny = approvals.add_parser("deny", help="deny pending requests")
     deny.add_argument("request_ids", nargs="+", metavar="ID")
@@ -81,6 +89,8 @@ def run_approve(args: argparse.Namespace) -> int:
     if len(args.request_ids) > 1:
         return _approve_many(args)
     args.request_id = args.request_ids[0]
+    if args.always or args.policy or args.daily:
+        return _approve_always(args)
     params = {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
     if args.note:
         params["note"] = args.note
@@ -111,6 +121,71 @@ def run_approve(args: argparse.Namespace) -> int:
             f"and calls like it for {args.grant_for}, up to {args.total} USDC in all"
             " (svc-console grants list)"
         )
+    return 0
+
+
+def _approve_always(args: argparse.Namespace) -> int:
+    """Approve, and write the rule that approves calls like it from now on: checked with the
+    other policy files in force before anything is approved, saved after the approval."""
+    import time
+    from decimal import Decimal, InvalidOperation
+    from pathlib import Path
+
+    from svc_console.config.paths import resolve_paths
+    from svc_console.config.policy_files import policy_files
+    from svc_console.core.models import SpendRequest
+    from svc_console.core.sanitize import inert_line
+    from svc_console.services import always_rule
+
+    if not args.always or not args.policy:
+        raise CommandError(
+            "--always needs --policy FILE (and --policy, --daily need --always)", EXIT_USAGE
+        )
+    if args.grant_for is not None:
+        raise CommandError("--always and --for are two different decisions: choose one", EXIT_USAGE)
+    try:
+        daily = Decimal(args.daily) if args.daily is not None else None
+    except InvalidOperation:
+        raise CommandError(
+            f"--daily must be an amount of USDC, got {args.daily!r}", EXIT_USAGE
+        ) from None
+    paths = resolve_paths()
+    with connect(None, operator=True) as agent:
+        waiting = call(lambda: agent.call("approvals.list", {"view": "pending", "limit": 1000}))
+        found = next((r for r in waiting if r["id"] == args.request_id), None)
+        if found is None:
+            raise CommandError(f"{args.request_id} is not waiting for a decision", EXIT_USAGE)
+        try:
+            proposal = always_rule.propose(
+                SpendRequest.model_validate(found),
+                Path(args.policy),
+                policy_files(paths)[0],
+                paths.home,
+                daily=daily,
+                at=time.time(),
+            )
+        except always_rule.NotInForce as exc:
+            raise CommandError(f"{exc}: nothing was approved or written", EXIT_USAGE) from None
+        if not proposal.check.valid:
+            problems = "; ".join(str(e) for e in proposal.check.errors[:3])
+            raise CommandError(
+                f"the rule would leave the policy invalid ({problems}): nothing was approved"
+                " or written",
+                EXIT_USAGE,
+            )
+        for line in proposal.diff:
+            print(inert_line(line, 300))
+        params = with_passphrase(
+            agent, {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
+        )
+        request = call(
+            lambda: agent.call(
+                "approvals.approve", {k: v for k, v in params.items() if v is not None}
+            )
+        )
+    always_rule.save(proposal)
+    print(f"{request['id']} {request['state']}")
+    print(f"rule {proposal.rule.name!r} added to {proposal.name}: in force within a second")
     return 0
 
 

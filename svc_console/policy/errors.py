@@ -133,8 +133,10 @@ def from_validation(
         else:
             message = error["msg"][:1].lower() + error["msg"][1:]
         found = error.get("input")
-        # A whole item judged at once (warn above max) is shown by its position, not its text.
-        if kind != "too_short" and not isinstance(found, dict):
+        # A whole item or list judged at once (warn above max, two rules of one name) is shown
+        # by its position, not its text.
+        whole = isinstance(found, dict) or (kind == "value_error" and isinstance(found, list))
+        if kind != "too_short" and not whole:
             message += f", got {shown(found)}"
         # A keyed value is pointed at by its key (the rule's name starts the message); an entry
         # of a list, by itself.

@@ -19,6 +19,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    field_validator,
     model_validator,
 )
 
@@ -339,6 +340,21 @@ class Rules(Strict):
     )
     dynamic_pricing: bool | None = Field(None, description="false: deny dynamically priced calls")
     auto_approve: list[AutoApprove] = Field(default_factory=list)
+
+    @field_validator("auto_approve")
+    @classmethod
+    def _named_once(cls, rules: list[AutoApprove]) -> list[AutoApprove]:
+        # A rule's own budgets and the decisions it makes go by its name: two of one name
+        # would share a budget and be told apart by no one.
+        seen: set[str] = set()
+        for rule in rules:
+            if rule.name in seen:
+                raise ValueError(
+                    f"has two rules named {rule.name!r}: rules are cited and budgeted by name"
+                )
+            seen.add(rule.name)
+        return rules
+
     confirm_above_usdc: Usdc | None = Field(
         None, description="above this the operator types the amount to approve"
     )

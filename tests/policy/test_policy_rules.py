@@ -108,6 +108,13 @@ MARKED = [
     ("compute_tools: maybe  # here\n", "compute_tools must be true, false or a list", None),
     ("compute_tools: [gpu]  # here\n", "compute_tools must be true, false or a list", None),
     ("dynamic_pricing: sometimes  # here\n", "dynamic_pricing must be true or false", None),
+    # Rules are budgeted and cited by name: two of one name would share a budget.
+    (
+        "auto_approve:  # here\n  - {name: a, when: {agents: [x]}}\n"
+        "  - {name: a, when: {agents: [y]}}\n",
+        "auto_approve has two rules named 'a': rules are cited and budgeted by name",
+        None,
+    ),
     ("pending_lifetime: 2 weeks  # here\n", "pending_lifetime must be a duration", None),
     ("pending_lifetime: 3s  # here\n", "pending_lifetime must be between 10s and 7d", None),
     ("confirm_above_usdc: lots  # here\n", "confirm_above_usdc must be a number of USDC", None),

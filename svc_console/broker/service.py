@@ -30,6 +30,7 @@ from svc_console.core.models import SpendRequest, Submitter
 from svc_console.core.money import format_usdc
 from svc_console.core.states import CANCELLABLE, FINAL, IllegalTransition, State
 from svc_console.ledger import Ledger
+from svc_console.ledger.budgets import open_reserved
 from svc_console.market.gateway import Marketplace
 from svc_console.policy import ManualReview, PolicyEngine
 
@@ -236,6 +237,14 @@ class Broker:
 
     def history(self, limit: int = 200) -> list[SpendRequest]:
         return self.ledger.in_states(HISTORY, limit=limit, newest_first=True)
+
+    def budgets_for(self, request: SpendRequest) -> list[Any]:
+        """The budgets a request draws on, now and after approving it (policy/budget_view.py);
+        none without a live policy."""
+        lines = getattr(self.policy, "budget_lines", None)
+        if lines is None:
+            return []
+        return lines(request, open_reserved(self.ledger.db), self.clock())
 
     def confirmation_needed(self, request: SpendRequest) -> Decimal | None:
         """The amount the operator must type to approve, or None when a keypress is enough."""

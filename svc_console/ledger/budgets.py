@@ -132,6 +132,18 @@ def prune(ledger: Chained, before: float) -> int:
     return removed
 
 
+def open_reserved(db: sqlite_utils.Database) -> dict[Bucket, int]:
+    """What the open reservations (approvals not yet charged or released) hold, by bucket: a
+    few rows at any time, read through the index of open reservations."""
+    held: dict[Bucket, int] = {}
+    for buckets, amount in db.execute(
+        "SELECT buckets, reserved_usdc FROM budget_reservations WHERE state = 'reserved'"
+    ):
+        for scope, key in json.loads(buckets):
+            held[(scope, key)] = held.get((scope, key), 0) + amount
+    return held
+
+
 def reservation(db: sqlite_utils.Database, request_id: str) -> dict | None:
     """The latest reservation of a request (for screens and tests)."""
     rows = list(

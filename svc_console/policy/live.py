@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from svc_console.core.models import EndpointRecord, Estimate, SpendRequest, Verdict
 from svc_console.policy.brakes import FAILURES, SUCCESS, Ended, Seen
+from svc_console.policy.budget_view import BudgetLine, budget_lines
 from svc_console.policy.budgets import RollingTotals
 from svc_console.policy.engine import CompiledPolicy, Evaluation
 from svc_console.policy.errors import PolicyInvalid
@@ -264,6 +265,17 @@ class LivePolicy:
         if self.status.state == "invalid":
             note = "the policy has errors and no valid version: the operator decides"
         return to_verdict(result, note=note)
+
+    def budget_lines(
+        self, request: SpendRequest, reserved: dict, now: float | None = None
+    ) -> list[BudgetLine]:
+        """The budgets `request` draws on, now and after approving it (see budget_view)."""
+        if self.compiled is None:
+            return []
+        facts = facts_of(request, request.endpoint, request.estimate)
+        counted = request.decision is not None and request.decision.approved
+        now = self.clock() if now is None else now
+        return budget_lines(self.compiled, self.totals, facts, reserved, now, counted=counted)
 
     def ended(self, agent: str, state: str, at: float) -> str | None:
         """Follow a request's final state; why to pause its agent when the circuit breaker

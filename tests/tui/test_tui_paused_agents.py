@@ -29,8 +29,9 @@ from svc_console.core.states import State
 from svc_console.ledger import pauses
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
-from svc_console.tui.approvals.paused import PausedAgents, since
+from svc_console.tui.approvals.paused import SHOWN, PausedAgents, render, since
 from svc_console.tui.approvals.screen import ApprovalsScreen
+from svc_console.tui.colors import Palette
 
 WHY = "5 failures in a row within 15 minutes"
 BREAKER = """# Policy
@@ -270,3 +271,12 @@ def test_since_names_the_day_of_a_pause_from_an_earlier_day(clock: FakeClock):
     at = clock()  # 2026-11-18 11:06:40 UTC
     assert since(at, at + 3600) == "since 11:06 UTC"
     assert since(at, at + 86_400) == "since 2026-11-18 11:06 UTC"
+
+
+def test_more_paused_agents_than_lines_are_named_on_the_last_line(clock: FakeClock):
+    paused = [pauses.Pause(f"bot-{n}", clock(), WHY, "policy: circuit_breaker") for n in range(5)]
+    colours = Palette("bold", "dim", "red", "yellow", "blue", "green")
+    lines = render(paused, clock(), colours).plain.splitlines()
+    assert len(lines) == SHOWN == 3
+    assert lines[0].startswith(f"⏸ paused: bot-0 — {WHY} (since 11:06 UTC) · R resumes")
+    assert lines[2] == "⏸ 3 more paused: bot-2, bot-3, bot-4"

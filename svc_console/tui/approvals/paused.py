@@ -17,7 +17,7 @@ from svc_console.core.sanitize import inert_line
 from svc_console.ledger.pauses import Pause
 from svc_console.tui.colors import Palette
 
-# Lines the strip may take; the others are counted on the last one.
+# Lines the strip may take.
 SHOWN = 3
 
 
@@ -49,8 +49,10 @@ class PausedAgents(Static):
 
 def render(pauses: list[Pause], now: float, colours: Palette, key: str = "R") -> Text:
     hint = f"{key} resume" if len(pauses) == 1 else f"{key} resumes the selected request's agent"
+    # Past SHOWN, the last line names the others, so the strip keeps its height.
+    named = pauses if len(pauses) <= SHOWN else pauses[: SHOWN - 1]
     text = Text(no_wrap=True, overflow="ellipsis")
-    for n, pause in enumerate(pauses[:SHOWN]):
+    for n, pause in enumerate(named):
         if n:
             text.append("\n")
         text.append("⏸ paused: ", style=f"bold {colours.warn}")
@@ -58,14 +60,16 @@ def render(pauses: list[Pause], now: float, colours: Palette, key: str = "R") ->
         text.append(f" — {inert_line(pause.reason, 80)} ({since(pause.since, now)})")
         if n == 0:
             text.append(f" · {hint}", style=colours.label)
-    hidden = len(pauses) - SHOWN
-    if hidden > 0:
-        text.append(f" · and {hidden} more paused", style=colours.warn)
+    others = pauses[len(named) :]
+    if others:
+        text.append(f"\n⏸ {len(others)} more paused: ", style=f"bold {colours.warn}")
+        text.append(", ".join(inert_line(pause.agent, 24) for pause in others))
     return text
 
 
 def since(at: float, now: float) -> str:
-    """ "since 14:03 UTC", with the date when it was not today (UTC, as the console's times are)."""
+    """Since when, as "since 14:03 UTC"; with the date when not today (UTC, as the console's
+    times are)."""
     clock = time.strftime("%H:%M", time.gmtime(at))
     if _day(at) != _day(now):
         return f"since {_day(at)} {clock} UTC"

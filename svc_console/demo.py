@@ -1,8 +1,10 @@
-"""Simulated agents for `svc-console demo`: a few programs that ask to spend, every few seconds.
+"""Simulated agents for `svc-console demo`: a few programs that ask to spend, every few seconds,
+and the demo's SKILLS.md policy.
 
 They use only the public socket protocol through `svc_console.agent`, exactly as a real agent
 would, so this file doubles as the example README shows agent authors. One more speaks MCP
-through `svc-console mcp`, as an agent in an MCP host does.
+through `svc-console mcp`, as an agent in an MCP host does. One, `watch-bot`, is stuck in a loop:
+it asks for the same search again and again, so the policy's brakes have something to stop.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from svc_console.agent import AgentError, AsyncAgent
+from svc_console.core.private_files import ensure_private_dir
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +30,10 @@ class Persona:
     make_inputs: Callable[[random.Random], dict[str, Any]]
     purposes: tuple[str, ...]
     max_usdc: str | None = None
+    interval_s: tuple[float, float] = (4.0, 9.0)
 
 
+LOOPING_AGENT = "watch-bot"
 PERSONAS = (
     Persona(
         "research-bot",
@@ -67,19 +72,74 @@ PERSONAS = (
         lambda rng: {"symbol": rng.choice(["EURUSD", "USDJPY", "GBPUSD"])},
         ("mark the FX book to market", "hedge check before the close"),
     ),
+    # A runaway loop: the very same call, on a steady beat, whatever came back last time.
+    Persona(
+        LOOPING_AGENT,
+        "ep_websearch_basic",
+        lambda rng: {"query": "grid outage latest news", "max_results": 5},
+        ("see whether the outage story has moved",),
+        interval_s=(3.0, 3.5),
+    ),
 )
+
+# Everything waits for the operator, as with no policy at all, but for the looping agent's
+# search: it goes through on its own, until the brakes see the same call a fourth time.
+POLICY = """\
+# SKILLS.md: the demo
+
+Every request waits for the operator, as with no policy at all, with one exception: watch-bot's
+small web searches go through on their own. watch-bot is stuck in a loop, asking for the same
+search every few seconds; after three identical calls in ten minutes, the next one waits for the
+operator, flagged as a repeated call.
+
+```policy
+auto_approve:
+  - name: watch-bot's searches
+    when:
+      agents: [watch-bot]
+      endpoints: [ep_websearch_basic]
+      max_usdc: 0.01
+```
+
+## Brakes
+
+Five failures in a row (denied by the operator or by a rule, or failed upstream) pause an agent:
+its requests all wait for the operator until the operator resumes it (`R` on the approvals
+screen, or `svc-console agents resume NAME`).
+
+```policy
+repeats:
+  max_same: 3
+  window: 10m
+  then: ask
+circuit_breaker:
+  failures: 5
+  window: 15m
+  then: pause_agent
+```
+"""
+
+
+def write_policy(folder: Path) -> Path:
+    """The demo's SKILLS.md, written afresh into `folder`: each demo starts from it, whatever
+    the last one's operator edited on the policies screen."""
+    path = ensure_private_dir(folder) / "demo-SKILLS.md"
+    path.write_text(POLICY)
+    return path
 
 
 async def run_persona(
     persona: Persona,
     socket_path: Path,
     *,
-    interval_s: tuple[float, float] = (4.0, 9.0),
+    interval_s: tuple[float, float] | None = None,
     max_open: int = 4,
     seed: int | None = None,
 ) -> None:
-    """Submit a request now and then; wait for each outcome in the background, as agents do."""
+    """Submit a request now and then (every `interval_s`, by default the persona's); wait for
+    each outcome in the background, as agents do."""
     rng = random.Random(seed)
+    interval_s = interval_s or persona.interval_s
     open_requests: set[asyncio.Task[None]] = set()
     async with AsyncAgent(persona.name, socket_path) as agent:
 

@@ -117,6 +117,14 @@ REGISTRY: dict[str, tuple[Command, ...]] = {
             "Deny the selected request, with a reason the agent will see",
         ),
         Command(
+            "approvals.resume",
+            "R",
+            "resume_agent",
+            "Resume agent",
+            "Resume an agent the circuit breaker paused (the selected request's, or the only"
+            " one): its rules apply to its requests again",
+        ),
+        Command(
             "approvals.agent_words",
             "v",
             "toggle_agent_words",

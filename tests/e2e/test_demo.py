@@ -1,4 +1,5 @@
-"""The demo's simulated agents speak the public socket protocol and keep the queue moving."""
+"""The demo's simulated agents speak the public socket protocol and keep the queue moving; its
+policy lets the looping agent's first identical calls through and stops the fourth."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from helpers import eventually
 
 from svc_console.broker.params import ApproveParams
 from svc_console.core.states import State
-from svc_console.demo import MCP_AGENT, PERSONAS, run_mcp_agent, run_persona
+from svc_console.demo import (
+    LOOPING_AGENT,
+    MCP_AGENT,
+    PERSONAS,
+    run_mcp_agent,
+    run_persona,
+    write_policy,
+)
 
 
 async def test_each_persona_submits_valid_requests_and_caps_its_open_ones(runtime):
@@ -61,3 +69,44 @@ async def test_the_mcp_agent_speaks_through_the_bridge_and_waits_for_the_operato
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_the_looping_agents_fourth_identical_call_waits_flagged_as_a_repeat(
+    paths, make_runtime
+):
+    """With the demo's policy, watch-bot's searches go through on their own until the fourth
+    identical one in ten minutes: that one waits for the operator with the `repeated_call` flag,
+    the three before it named."""
+    runtime = make_runtime()
+    runtime.policy_files = [write_policy(paths.home)]
+    await runtime.start()
+    looping = next(p for p in PERSONAS if p.name == LOOPING_AGENT)
+    task = asyncio.create_task(
+        run_persona(looping, runtime.paths.socket, interval_s=(0.01, 0.02), seed=7)
+    )
+    try:
+        waiting = await eventually(lambda: runtime.broker.pending(), timeout=20)
+        earlier = await eventually(
+            lambda: len(went_through := _succeeded(runtime)) == 3 and went_through, timeout=20
+        )
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await runtime.stop()
+    fourth = waiting[0]
+    assert fourth.agent == LOOPING_AGENT and fourth.state == State.pending
+    flags = {flag.code: flag.reason for flag in fourth.risk}
+    assert flags["repeated_call"].startswith("4th identical call in ")
+    cite = next(c for c in fourth.verdict.citations if c.rule == "repeats")
+    assert cite.effect == "ask" and cite.reason == flags["repeated_call"]
+    assert cite.reason.endswith(", ".join(r.id for r in earlier))
+    # The three before it were the same call, and went through on their own.
+    assert all(r.inputs == fourth.inputs and r.verdict.outcome == "auto_approve" for r in earlier)
+    assert all(r.created_at < fourth.created_at for r in earlier)
+
+
+def _succeeded(runtime):
+    """The looping agent's calls that ended well, oldest first."""
+    done = runtime.ledger.in_states([State.succeeded], limit=10)
+    return sorted((r for r in done if r.agent == LOOPING_AGENT), key=lambda r: r.created_at)

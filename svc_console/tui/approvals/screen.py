@@ -5,7 +5,9 @@ It owns the lists' state (which tab, sort, filter, page) and asks the ledger for
 screen, so ten thousand pending requests cost what fifty do. The broker's listener only posts
 `RequestChanged`; the handler notes what happened and schedules one reload of the page for a burst
 of changes. Decisions go through the broker's public API, whose errors (the request expired a
-moment ago, a confirmation is missing) become notifications, never tracebacks.
+moment ago, a confirmation is missing) become notifications, never tracebacks. Agents the circuit
+breaker paused are named in a strip above the lists, read again every second so a resume from the
+command line shows at once; `R` resumes one.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from textual.theme import Theme
 from textual.widgets import ContentSwitcher, DataTable, Footer, Header, Input, Static
 
 from svc_console.broker import Broker, BrokerError
+from svc_console.broker.deciders import Decider
 from svc_console.broker.params import ApproveParams, DenyParams
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
@@ -36,8 +39,10 @@ from svc_console.tui.approvals.detail import RequestDetail
 from svc_console.tui.approvals.filter_bar import FilterBar
 from svc_console.tui.approvals.history import HistoryTable
 from svc_console.tui.approvals.list_status import ListStatus
-from svc_console.tui.bindings import bindings
+from svc_console.tui.approvals.paused import PausedAgents
+from svc_console.tui.bindings import bindings, commands
 from svc_console.tui.colors import Palette, palette
+from svc_console.tui.help import key_display
 from svc_console.tui.messages import RequestChanged
 from svc_console.tui.modals import ConfirmAmountModal, DenyReasonModal
 from svc_console.tui.navigation import register_screen
@@ -120,6 +125,7 @@ class ApprovalsScreen(Screen[None]):
         if hasattr(self.broker.policy, "subscribe"):  # a live SKILLS.md policy, not ManualReview
             yield PolicyBanner(self.broker.policy, id="policy-banner")
         yield Header(show_clock=False, icon="$")
+        yield PausedAgents(self._resume_key(), id="paused")
         yield ListStatus(id="list-status")
         yield FilterBar(id="filter")
         with Horizontal(id="approvals-body"):
@@ -142,6 +148,11 @@ class ApprovalsScreen(Screen[None]):
     @property
     def colours(self) -> Palette:
         return palette(self.app)
+
+    def _resume_key(self) -> str:
+        """The key that resumes, as the operator's keymap has it, for the strip's hint."""
+        resume = next(c for c in commands("approvals") if c.id == "approvals.resume")
+        return key_display(self.app, resume, getattr(self.app, "keymap", {}))
 
     def on_mount(self) -> None:
         # Subscribe before the first read, so nothing that changes in between is missed.
@@ -186,6 +197,7 @@ class ApprovalsScreen(Screen[None]):
         status.show(self.lists, counts, self.active, self.filter, len(page), colours)
         self._show_empty(not page)
         self._show_selected()
+        self._show_pauses()
 
     def _show_empty(self, empty: bool) -> None:
         if empty:
@@ -224,6 +236,13 @@ class ApprovalsScreen(Screen[None]):
 
     def _tick(self) -> None:
         self.table.tick(self.broker.clock(), self.colours)
+        # A resume (or a pause) from the command line reaches no listener: read the pauses again.
+        self._show_pauses()
+
+    def _show_pauses(self) -> None:
+        strip = self.query_one(PausedAgents)
+        if strip.show(self.broker.pauses.paused(), self.broker.clock(), self.colours):
+            self.refresh_bindings()  # `R` is offered only while an agent is paused
 
     def _restyle(self, _theme: Theme) -> None:
         # Cell styles are resolved from the theme when drawn into Text: redraw the page.
@@ -289,6 +308,8 @@ class ApprovalsScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("approve", "deny"):
             return self.active == PENDING.name
+        if action == "resume_agent":
+            return bool(self.query_one(PausedAgents).pauses)
         if action == "show_tab":
             return parameters[0] != self.active
         if action == "sort":
@@ -408,6 +429,40 @@ class ApprovalsScreen(Screen[None]):
                 await self._deny(request, reason)
 
         self.app.push_screen(DenyReasonModal(request), reasoned)
+
+    def action_resume_agent(self) -> None:
+        """Resume the selected request's agent if it is paused, else the only paused agent."""
+        strip = self.query_one(PausedAgents)
+        paused = strip.agents
+        request = self.table.selected
+        if request is not None and request.agent in paused:
+            agent = request.agent
+        elif len(paused) == 1:
+            agent = paused[0]
+        else:
+            if paused:
+                names = ", ".join(inert_line(name, 40) for name in paused)
+                text = f"Paused: {names}. Select a request of the one to resume, press {strip.key}."
+            else:
+                text = "No agent is paused."
+            self.notify(text, title="Which agent?", severity="warning", markup=False)
+            return
+        try:
+            self.broker.pauses.resume(agent, Decider.this_process())
+        except BrokerError as exc:
+            self.notify(exc.message, title="Could not resume", severity="error", markup=False)
+        except Exception:
+            log.exception("resuming %s failed", agent)
+            self.notify(
+                "Unexpected error; see the log for details.",
+                title="Could not resume",
+                severity="error",
+            )
+        else:
+            self.notify(
+                f"Agent {inert_line(agent, 40)} resumed: its rules apply again", markup=False
+            )
+        self._show_pauses()
 
     async def _approve(self, request: SpendRequest, amount: Decimal | None) -> None:
         async def decide() -> SpendRequest:

@@ -1,0 +1,80 @@
+"""A strip above the lists naming the agents the circuit breaker paused: while one is paused, every
+request it makes waits for the operator, and only an operator's resume ends that, so the operator
+must see it without looking for it. Hidden when no agent is paused.
+
+Agent names are the agents' own words and go through `inert_line`; the strip renders rich Text
+with markup off, like the rest of the screen.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.widgets import Static
+
+from svc_console.core.sanitize import inert_line
+from svc_console.ledger.pauses import Pause
+from svc_console.tui.colors import Palette
+
+# Lines the strip may take.
+SHOWN = 3
+
+
+class PausedAgents(Static):
+    """One line per paused agent: who, why, since when, and the key that resumes."""
+
+    def __init__(self, key: str = "R", *, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self.key = key  # as the operator's keymap has it
+        self.pauses: tuple[Pause, ...] = ()
+        self._drawn: tuple[object, ...] = ((), "", None)
+
+    @property
+    def agents(self) -> list[str]:
+        return [pause.agent for pause in self.pauses]
+
+    def show(self, pauses: list[Pause], now: float, colours: Palette) -> bool:
+        """Show these pauses; False when nothing changed since the last call (nothing redrawn)."""
+        # Read every second: drawn again only when the pauses, the theme or the day (a pause
+        # from an earlier day names its date) changed.
+        drawn = (tuple(pauses), _day(now), colours)
+        if drawn == self._drawn:
+            return False
+        self._drawn, self.pauses = drawn, tuple(pauses)
+        self.display = bool(pauses)
+        self.update(render(pauses, now, colours, self.key))
+        return True
+
+
+def render(pauses: list[Pause], now: float, colours: Palette, key: str = "R") -> Text:
+    hint = f"{key} resume" if len(pauses) == 1 else f"{key} resumes the selected request's agent"
+    # Past SHOWN, the last line names the others, so the strip keeps its height.
+    named = pauses if len(pauses) <= SHOWN else pauses[: SHOWN - 1]
+    text = Text(no_wrap=True, overflow="ellipsis")
+    for n, pause in enumerate(named):
+        if n:
+            text.append("\n")
+        text.append("⏸ paused: ", style=f"bold {colours.warn}")
+        text.append(inert_line(pause.agent, 40), style="bold")
+        text.append(f" — {inert_line(pause.reason, 80)} ({since(pause.since, now)})")
+        if n == 0:
+            text.append(f" · {hint}", style=colours.label)
+    others = pauses[len(named) :]
+    if others:
+        text.append(f"\n⏸ {len(others)} more paused: ", style=f"bold {colours.warn}")
+        text.append(", ".join(inert_line(pause.agent, 24) for pause in others))
+    return text
+
+
+def since(at: float, now: float) -> str:
+    """Since when, as "since 14:03 UTC"; with the date when not today (UTC, as the console's
+    times are)."""
+    clock = time.strftime("%H:%M", time.gmtime(at))
+    if _day(at) != _day(now):
+        return f"since {_day(at)} {clock} UTC"
+    return f"since {clock} UTC"
+
+
+def _day(at: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(at))

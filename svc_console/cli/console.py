@@ -55,6 +55,10 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
     logs.configure(paths.logs)
     try:
         service = None if demo else service_config(paths)
+        if demo and not policy:  # the demo's own SKILLS.md, with a brake at work
+            from svc_console.demo import write_policy
+
+            policy = [str(write_policy(paths.sandbox))]
         files, optional = policy_files(paths, policy)
         agents = agent_settings(paths.settings)
     except SettingsError as exc:

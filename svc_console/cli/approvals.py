@@ -70,8 +70,11 @@ def run_list(args: argparse.Namespace) -> int:
         return 0
     if not requests:
         print(f"no {view} requests")
-    for request in requests:
-        print(_row(request))
+        return 0
+    import time
+
+    for line in table(requests, time.time()):
+        print(line)
     return 0
 
 
@@ -244,32 +247,56 @@ def run_deny(args: argparse.Namespace) -> int:
     return 0
 
 
-def _row(request: dict[str, Any]) -> str:
-    """One request on one line: the console's facts first (id, state, price, endpoint, provider,
-    verdict), then who asked and, last, what the agent wrote, cut, so that an agent's text can
-    never sit among the console's figures."""
+HEADER = ("ID", "STATE", "USDC", "AGE", "EXPIRES", "ENDPOINT", "PROVIDER", "VERDICT", "AGENT")
+
+
+def table(requests: list[dict[str, Any]], now: float) -> list[str]:
+    """The requests as aligned columns under a header: the console's facts first, then who asked
+    and, last, what the agent wrote, cut, so that an agent's text can never sit among the
+    console's figures (nor push them out of line)."""
+    rows = [_cells(request, now) for request in requests]
+    widths = [max(len(row[i]) for row in [HEADER, *rows]) for i in range(len(HEADER))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(HEADER, widths, strict=True)) + "  AGENT WROTE"]
+    for request, row in zip(requests, rows, strict=True):
+        from svc_console.core.sanitize import inert_line
+
+        cells = "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+        lines.append(f"{cells}  | {inert_line(request['purpose'], 50)}")
+    return lines
+
+
+def _cells(request: dict[str, Any], now: float) -> tuple[str, ...]:
     from svc_console.core.sanitize import inert_line
 
     endpoint = request.get("endpoint") or {}
     estimate = request.get("estimate") or {}
-    price = estimate.get("amount_usdc", "?")
+    price = str(estimate.get("amount_usdc", "?"))
     if estimate.get("max_usdc") and estimate.get("max_usdc") != estimate.get("min_usdc"):
         price = f"{estimate.get('min_usdc')}-{estimate.get('max_usdc')}"
     provider = endpoint.get("providerName") or endpoint.get("provider") or "-"
-    verified = "verified" if endpoint.get("verified") else "not verified"
+    verified = "" if endpoint.get("verified") else " (not verified)"
     verdict = (request.get("verdict") or {}).get("outcome", "-")
     agent = inert_line(request["agent"], 24)
     if not request.get("agent_verified"):
         agent += " (unverified)"
-    return "  ".join(
-        [
-            request["id"],
-            request["state"],
-            f"{price} USDC",
-            inert_line(endpoint.get("name") or request.get("endpoint_id") or "-", 30),
-            f"{inert_line(provider, 30)} ({verified})",
-            f"verdict {inert_line(verdict, 12)}",
-            f"from {agent}",
-            f"| agent wrote: {inert_line(request['purpose'], 50)}",
-        ]
+    expires = request.get("expires_at")
+    return (
+        request["id"],
+        request["state"],
+        price,
+        _span(now - request["created_at"]),
+        f"in {_span(expires - now)}" if expires and request["state"] == "pending" else "-",
+        inert_line(endpoint.get("name") or request.get("endpoint_id") or "-", 30),
+        inert_line(provider, 30) + verified,
+        inert_line(verdict, 12),
+        agent,
     )
+
+
+def _span(seconds: float) -> str:
+    """3s, 4m, 2h, 3d: how long, to the unit that matters."""
+    seconds = max(0, int(seconds))
+    for unit, size in (("d", 86_400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

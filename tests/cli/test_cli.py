@@ -358,3 +358,36 @@ def test_sigterm_stops_serve_with_one_line_of_what_it_left_pending(home: Path):
     assert "Traceback" not in err
     last = out.strip().splitlines()[-1]
     assert last == "svc-console: stopped; left pending: 1 request waiting for a decision"
+
+
+def test_approvals_list_is_a_table_with_a_header_age_and_expiry():
+    from svc_console.cli.approvals import table
+
+    now = 1_795_000_000.0
+
+    def request(n: int, name: str, agent: str, purpose: str) -> dict:
+        return {
+            "id": f"req_{n:0{n}d}",
+            "state": "pending",
+            "agent": agent,
+            "agent_verified": n == 1,
+            "purpose": purpose,
+            "created_at": now - 65 * n,
+            "expires_at": now + 600 * n,
+            "endpoint": {"name": name, "providerName": "Searchly", "verified": True},
+            "estimate": {"amount_usdc": "0.01"},
+            "verdict": {"outcome": "ask"},
+        }
+
+    lines = table(
+        [request(1, "Web Search", "bot", "look"), request(3, "FX", "a\x1b[2Jb", "x" * 200)], now
+    )
+    header, first, second = lines
+    assert header.split() == [*["ID", "STATE", "USDC", "AGE", "EXPIRES", "ENDPOINT", "PROVIDER", "VERDICT"],
+                              "AGENT", "AGENT", "WROTE"]  # fmt: skip
+    for column in ("STATE", "USDC", "AGE", "EXPIRES", "ENDPOINT", "AGENT WROTE"):
+        at = header.index(column)
+        assert first[at - 2 : at] == "  " and second[at - 2 : at] == "  "
+    assert "1m" in first and "in 10m" in first and "3m" in second and "in 30m" in second
+    assert "\x1b" not in second and "a<ESC>[2Jb (unverified)" in second
+    assert second.endswith("| " + "x" * 50 + "… [150 more characters]")  # cut, and said so

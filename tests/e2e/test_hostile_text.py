@@ -407,7 +407,8 @@ async def test_hostile_fields_are_inert_on_the_approvals_screen_and_in_approvals
         assert listed.returncode == 0, listed.stderr
         out = listed.stdout
         assert unsafe(out, allowed="\n") == []
-        lines = out.splitlines()
+        header, *lines = out.splitlines()
+        assert header.startswith("ID") and header.endswith("AGENT WROTE")
         assert len(lines) == len(ids)
         assert {line.split()[0] for line in lines} == set(ids)
         assert any("<ESC>" in line for line in lines) and any("<U+202E>" in line for line in lines)

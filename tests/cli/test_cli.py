@@ -383,8 +383,9 @@ def test_approvals_list_is_a_table_with_a_header_age_and_expiry():
         [request(1, "Web Search", "bot", "look"), request(3, "FX", "a\x1b[2Jb", "x" * 200)], now
     )
     header, first, second = lines
-    assert header.split() == [*["ID", "STATE", "USDC", "AGE", "EXPIRES", "ENDPOINT", "PROVIDER", "VERDICT"],
-                              "AGENT", "AGENT", "WROTE"]  # fmt: skip
+    assert header.split() == (
+        "ID STATE USDC AGE EXPIRES ENDPOINT PROVIDER VERDICT AGENT AGENT WROTE".split()
+    )
     for column in ("STATE", "USDC", "AGE", "EXPIRES", "ENDPOINT", "AGENT WROTE"):
         at = header.index(column)
         assert first[at - 2 : at] == "  " and second[at - 2 : at] == "  "

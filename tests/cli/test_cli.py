@@ -384,7 +384,19 @@ def test_approvals_list_is_a_table_with_a_header_age_and_expiry():
     )
     header, first, second = lines
     assert header.split() == (
-        "ID STATE USDC AGE EXPIRES ENDPOINT PROVIDER VERDICT AGENT AGENT WROTE".split()
+        [
+            "ID",
+            "STATE",
+            "USDC",
+            "AGE",
+            "EXPIRES",
+            "ENDPOINT",
+            "PROVIDER",
+            "VERDICT",
+            "AGENT",
+            "AGENT",
+            "WROTE",
+        ]
     )
     for column in ("STATE", "USDC", "AGE", "EXPIRES", "ENDPOINT", "AGENT WROTE"):
         at = header.index(column)

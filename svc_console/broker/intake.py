@@ -6,6 +6,7 @@ Spends nothing: the only proxy call here is `dryRun: true`.
 
 from __future__ import annotations
 
+import difflib
 import logging
 from dataclasses import dataclass
 from decimal import Decimal
@@ -26,6 +27,7 @@ from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
 from svc_console.core.states import State
 from svc_console.ledger import Ledger
+from svc_console.ledger.catalogue_search import endpoint_ids
 from svc_console.market import errors
 from svc_console.market.gateway import Marketplace
 from svc_console.market.paid_tools import ToolRefused
@@ -62,7 +64,10 @@ class Intake:
         try:
             inspected = await self._inspect(request)
         except errors.MarketError as exc:
-            return self._reject(request, now, _not_inspected(request, exc))
+            reason = _not_inspected(request, exc)
+            if isinstance(exc, errors.EndpointNotFound):
+                reason += self._did_you_mean(request.endpoint_id or "")
+            return self._reject(request, now, reason)
         above = _above_agent_max(request, inspected.estimate)
         if above is not None:
             return self._reject(
@@ -71,6 +76,12 @@ class Intake:
         # From here to the ledger's commit nothing awaits: the budget totals the policy reads
         # cannot change before this request's reservation is in them (no cap passed together).
         return self._decide(request, inspected, now)
+
+    def _did_you_mean(self, endpoint_id: str) -> str:
+        """The cached catalogue's nearest endpoint id, as a hint (nothing before a first sync)."""
+        known = endpoint_ids(self.ledger.db.conn)
+        close = difflib.get_close_matches(endpoint_id, known, n=1, cutoff=0.8)
+        return f" (did you mean {close[0]}?)" if close else ""
 
     def _decide(self, request: SpendRequest, inspected: Inspection, now: float) -> State:
         """Risk and the policy's verdict, committed with what was learned: denied by a rule,

@@ -62,13 +62,34 @@ def run_submit(args: argparse.Namespace) -> int:
             )
         )
         if not args.wait:
-            _show(ticket if args.json else None, f"{ticket['request_id']} {ticket['state']}")
-            return 0
+            # Back once intake is over: a request rejected or denied at once is an error now,
+            # not a `received` that says nothing.
+            request = call(lambda: _past_intake(agent, ticket["request_id"]))
+            _show(request if args.json else None, _describe(request))
+            return EXIT_BY_STATE.get(request["state"], 0)
         if not args.json:
             print(f"{ticket['request_id']} submitted; waiting for a decision…", file=sys.stderr)
         request = call(lambda: agent.wait_for_outcome(ticket["request_id"], args.timeout))
     _show(request if args.json else None, _describe(request))
     return EXIT_BY_STATE.get(request["state"], 1 if args.timeout is None else 9)
+
+
+INTAKE_WAIT_S = 60.0
+_INTAKE = ("received", "inspecting")
+
+
+def _past_intake(agent: Any, request_id: str) -> dict[str, Any]:
+    """The request once it has left intake (or as it stands after INTAKE_WAIT_S)."""
+    import time
+
+    deadline = time.monotonic() + INTAKE_WAIT_S
+    request = agent.get(request_id)
+    while request["state"] in _INTAKE and time.monotonic() < deadline:
+        left = max(0.1, deadline - time.monotonic())
+        request = agent.call(
+            "spend.wait", {"request_id": request_id, "timeout_s": left, "until": "change"}
+        )
+    return request
 
 
 def _show(as_json: Any, text: str) -> None:

@@ -279,3 +279,10 @@ def price_text(floor: int, ceiling: int, dynamic: bool) -> str:
     if dynamic and floor != ceiling:
         return f"{format_usdc(from_atomic(floor))}\N{EN DASH}{format_usdc(from_atomic(ceiling))}"
     return format_usdc(from_atomic(ceiling))
+
+
+def endpoint_ids(conn: sqlite3.Connection) -> list[str]:
+    """Every endpoint id the cache holds (for "did you mean"); none before a first sync."""
+    if not has_table(conn, ENDPOINTS):
+        return []
+    return [row[0] for row in conn.execute(f"SELECT id FROM {ENDPOINTS}")]

@@ -404,3 +404,17 @@ def test_approvals_list_is_a_table_with_a_header_age_and_expiry():
     assert "1m" in first and "in 10m" in first and "3m" in second and "in 30m" in second
     assert "\x1b" not in second and "a<ESC>[2Jb (unverified)" in second
     assert second.endswith("| " + "x" * 50 + "… [150 more characters]")  # cut, and said so
+
+
+def test_submit_without_wait_returns_after_intake_and_a_rejection_is_an_error(served):
+    typo = run(
+        "agent", "submit", "--endpoint", "ep_websearch_basci", "--inputs", '{"query": "q"}',
+        "--purpose", "p",
+    )  # fmt: skip
+    assert typo.returncode == 7, typo.stderr
+    assert "rejected" in typo.stdout and "no endpoint ep_websearch_basci" in typo.stdout
+    ok = run(
+        "agent", "submit", "--endpoint", "ep_websearch_basic", "--inputs", '{"query": "q"}',
+        "--purpose", "p",
+    )  # fmt: skip
+    assert ok.returncode == 0 and ok.stdout.split()[1] == "pending"

@@ -1,0 +1,182 @@
+"""Reading the ledger's requests, decisions and executions back: one request as a model, the pages
+and counts the screens show, and what recovery and expiry look for. `Ledger` (store.py) writes;
+these are its reads, kept apart so each file holds one idea.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import sqlite_utils
+
+from svc_console.core.models import Decision, SpendRequest
+from svc_console.core.money import from_atomic
+from svc_console.core.states import FINAL, State
+from svc_console.ledger.request_windows import RequestQuery
+
+JSON_COLUMNS = ("inputs", "endpoint", "estimate", "risk", "verdict", "submitter")
+
+
+class RequestReads:
+    """The reads of `Ledger`, over its connection."""
+
+    db: sqlite_utils.Database
+
+    def get(self, request_id: str) -> SpendRequest | None:
+        row = self.db.execute("SELECT * FROM requests WHERE id = ?", [request_id]).fetchone()
+        if row is None:
+            return None
+        return self._hydrate(dict(zip(self._columns("requests"), row, strict=True)))
+
+    def cancellable_of(self, agent: str, states: Iterable[State]) -> list[str]:
+        """The ids of a registered agent's requests in `states` (what its revocation cancels)."""
+        names = [str(s) for s in states]
+        marks = ",".join("?" * len(names))
+        rows = self.db.execute(
+            "SELECT id FROM requests WHERE agent = ? AND agent_verified = 1"
+            f" AND state IN ({marks})",
+            [agent, *names],
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    def latest_of(self, agent: str) -> SpendRequest | None:
+        """The agent's most recent request."""
+        row = self.db.execute(
+            "SELECT id FROM requests WHERE agent = ? ORDER BY created_at DESC LIMIT 1", [agent]
+        ).fetchone()
+        return self.get(row[0]) if row else None
+
+    def find_by_idempotency(self, agent: str, key: str) -> SpendRequest | None:
+        row = self.db.execute(
+            "SELECT id FROM requests WHERE agent = ? AND idempotency_key = ?", [agent, key]
+        ).fetchone()
+        return self.get(row[0]) if row else None
+
+    def latest_decision(self, request_id: str) -> tuple[int, Decision] | None:
+        row = self.db.execute(
+            "SELECT id, approved, by, at, ceiling_usdc, note, evidence FROM decisions"
+            " WHERE request_id = ? ORDER BY id DESC LIMIT 1",
+            [request_id],
+        ).fetchone()
+        if row is None:
+            return None
+        decision = Decision(
+            approved=bool(row[1]),
+            by=row[2],
+            at=row[3],
+            ceiling_usdc=from_atomic(row[4]) if row[4] is not None else None,
+            note=row[5],
+            evidence=json.loads(row[6]) if row[6] is not None else None,
+        )
+        return row[0], decision
+
+    def attempts(self, request_id: str, decision_id: int | None = None) -> int:
+        """Execution attempts of a request, or of one of its approvals."""
+        if decision_id is None:
+            sql, args = "SELECT count(*) FROM executions WHERE request_id = ?", [request_id]
+        else:
+            sql = "SELECT count(*) FROM executions WHERE request_id = ? AND decision_id = ?"
+            args = [request_id, decision_id]
+        return self.db.execute(sql, args).fetchone()[0]
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def in_states(
+        self, states: Iterable[State], *, limit: int = 500, newest_first: bool = False
+    ) -> list[SpendRequest]:
+        names = [str(s) for s in states]
+        marks = ",".join("?" * len(names))
+        order = "DESC" if newest_first else "ASC"
+        rows = self.db.execute(
+            f"SELECT * FROM requests WHERE state IN ({marks}) ORDER BY created_at {order} LIMIT ?",
+            [*names, limit],
+        ).fetchall()
+        columns = self._columns("requests")
+        return [self._hydrate(dict(zip(columns, row, strict=True))) for row in rows]
+
+    def count_in_states(self, states: Iterable[State]) -> int:
+        names = [str(s) for s in states]
+        marks = ",".join("?" * len(names))
+        sql = f"SELECT count(*) FROM requests WHERE state IN ({marks})"
+        return self.db.execute(sql, names).fetchone()[0]
+
+    def window(
+        self, query: RequestQuery, *, offset: int = 0, limit: int = 50
+    ) -> list[SpendRequest]:
+        """One page of the requests a query selects, in its order: what a screen shows.
+
+        The ids are sorted first and the page's rows read after: sorting whole rows (inputs,
+        endpoint records, skill.md) would copy every row of the queue into SQLite's sorter."""
+        where, args = query.where()
+        sql = f"SELECT id FROM requests WHERE {where} ORDER BY {query.order_by()} LIMIT ? OFFSET ?"
+        ids = [row[0] for row in self.db.execute(sql, [*args, limit, max(0, offset)])]
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(f"SELECT * FROM requests WHERE id IN ({marks})", ids).fetchall()
+        columns = self._columns("requests")
+        by_id = {row[0]: row for row in rows}
+        return [self._hydrate(dict(zip(columns, by_id[i], strict=True))) for i in ids]
+
+    def count(self, query: RequestQuery) -> int:
+        """How many requests a query selects (the length of all its pages)."""
+        where, args = query.where()
+        return self.db.execute(f"SELECT count(*) FROM requests WHERE {where}", args).fetchone()[0]
+
+    def expired_ids(self, now: float) -> list[str]:
+        rows = self.db.execute(
+            "SELECT id FROM requests WHERE state = 'pending' AND expires_at <= ?", [now]
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    def next_expiry(self) -> float | None:
+        row = self.db.execute(
+            "SELECT min(expires_at) FROM requests WHERE state = 'pending'"
+        ).fetchone()
+        return row[0]
+
+    def provider_used_before(self, provider: str, request_id: str) -> bool:
+        row = self.db.execute(
+            "SELECT 1 FROM requests WHERE provider = ? AND id != ? LIMIT 1", [provider, request_id]
+        ).fetchone()
+        return row is not None
+
+    def unfinished(self) -> list[SpendRequest]:
+        """Requests a previous process left mid-way (for recovery at start-up)."""
+        live = set(State) - FINAL - {State.pending}
+        return self.in_states(live, limit=1_000_000)
+
+    def in_flight_execution(self, request_id: str) -> int | None:
+        row = self.db.execute(
+            "SELECT id FROM executions WHERE request_id = ? AND status = 'in_flight'",
+            [request_id],
+        ).fetchone()
+        return row[0] if row else None
+
+    # -- rows to models -----------------------------------------------------------------------
+
+    def _columns(self, table: str) -> list[str]:
+        cache = self.__dict__.setdefault("_column_cache", {})
+        if table not in cache:
+            cache[table] = [c.name for c in self.db[table].columns]
+        return cache[table]
+
+    def _hydrate(self, row: dict[str, Any]) -> SpendRequest:
+        for column in JSON_COLUMNS:
+            if row.get(column) is not None:
+                row[column] = json.loads(row[column])
+        row.pop("provider", None)
+        row.pop("estimate_usdc", None)  # the estimate's own copy, for sorting
+        if row["max_usdc"] is not None:
+            row["max_usdc"] = from_atomic(row["max_usdc"])
+        latest = self.latest_decision(row["id"])
+        row["decision"] = latest[1] if latest else None
+        outcome = self.db.execute(
+            "SELECT outcome FROM executions WHERE request_id = ? AND outcome IS NOT NULL"
+            " ORDER BY id DESC LIMIT 1",
+            [row["id"]],
+        ).fetchone()
+        row["outcome"] = json.loads(outcome[0]) if outcome else None
+        return SpendRequest.model_validate(row)

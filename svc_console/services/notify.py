@@ -56,6 +56,7 @@ class Notifier:
         self._monotonic = monotonic
         self._client: httpx.AsyncClient | None = None
         self._broker: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._sent_at: deque[float] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweep: asyncio.Task[None] | None = None
@@ -70,6 +71,7 @@ class Notifier:
     async def start(self, broker: Any, policy: Any = None) -> None:
         """Follow `broker` (and `policy`, a LivePolicy, when there is one)."""
         self._broker = broker
+        self._loop = asyncio.get_running_loop()
         self._client = httpx.AsyncClient(
             verify=tls(),
             timeout=httpx.Timeout(TIMEOUT_S, connect=5.0),
@@ -97,6 +99,7 @@ class Notifier:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._sweep = None
+        self._loop = None
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -130,6 +133,15 @@ class Notifier:
 
     def send(self, notice: Notice) -> None:
         """Send `notice` to every webhook in the background, within the rate bound."""
+        if self._loop is None:
+            return  # stopped
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is not self._loop:  # a listener called from another thread
+            self._loop.call_soon_threadsafe(self.send, notice)
+            return
         if not self._admitted():
             return
         for hook in self.settings.webhooks:

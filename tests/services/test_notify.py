@@ -492,3 +492,11 @@ budgets:
     max_usdc: 1
 ```
 """
+
+
+def test_a_fragment_of_agent_text_is_short_inert_and_hides_secrets():
+    from svc_console.services.notify_messages import fragment
+
+    text = fragment('sk_live_abcdefgh1234 say "done" \x1b[31m see http://x.example ' + "y" * 200)
+    assert text.startswith("[hidden] say 'done' <ESC>[31m see http[:]//x.example y")
+    assert len(text) == 80 and text.endswith("…")

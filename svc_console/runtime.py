@@ -85,8 +85,8 @@ class Runtime:
     # The requests recovery turned `unknown` at start-up (in flight when the last process died),
     # for `serve` and the TUI to put in front of the operator, not only in the log.
     unsettled: list[Any] = field(default_factory=list)
-    # settings.toml [notify] when None, read before anything starts (a bad table stops the
-    # start); `notify_options` go to the Notifier (tests shorten its pauses).
+    # settings.toml [notify] when None (a table that cannot be read: no notices; the CLI refuses
+    # it first); `notify_options` go to the Notifier (tests shorten its pauses).
     notify: NotifySettings | None = None
     notify_options: dict[str, Any] = field(default_factory=dict)
     notifier: Notifier | None = None
@@ -95,7 +95,7 @@ class Runtime:
 
     async def start(self) -> Broker:
         if self.notify is None:
-            self.notify = notify_settings(self.paths.settings)
+            self.notify = self._read_notify_settings()
         ensure_private_dir(self.paths.home)
         self.ledger = Ledger(self.paths.ledger(sandbox=self.service is None))
         try:
@@ -166,6 +166,15 @@ class Runtime:
         except SettingsError as exc:
             log.warning("agents' settings not applied: %s", exc)
             return AgentSettings()
+
+    def _read_notify_settings(self) -> NotifySettings:
+        """settings.toml's `[notify]`; when it cannot be read, no notice at all (the CLI refuses
+        such a file before it gets here; the TUI started alone reports the file)."""
+        try:
+            return notify_settings(self.paths.settings)
+        except SettingsError as exc:
+            log.warning("notices not sent: %s", exc)
+            return NotifySettings()
 
     @property
     def agent_warning(self) -> str | None:

@@ -24,6 +24,7 @@ from svc_console.config.agent_registry import AgentRegistry
 from svc_console.config.agents import AgentSettings, agent_settings
 from svc_console.config.credentials import Credentials
 from svc_console.config.errors import SettingsError
+from svc_console.config.notify_settings import NotifySettings, notify_settings
 from svc_console.config.paths import Paths
 from svc_console.config.service import ServiceConfig
 from svc_console.core.money import format_usdc
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from svc_console.market.account import AccountClient
     from svc_console.market.mcp import McpClient
     from svc_console.services.catalogue_sync import Progress, SyncReport
+    from svc_console.services.notify import Notifier
 
 log = logging.getLogger(__name__)
 
@@ -83,10 +85,17 @@ class Runtime:
     # The requests recovery turned `unknown` at start-up (in flight when the last process died),
     # for `serve` and the TUI to put in front of the operator, not only in the log.
     unsettled: list[Any] = field(default_factory=list)
+    # settings.toml [notify] when None (a table that cannot be read: no notices; the CLI refuses
+    # it first); `notify_options` go to the Notifier (tests shorten its pauses).
+    notify: NotifySettings | None = None
+    notify_options: dict[str, Any] = field(default_factory=dict)
+    notifier: Notifier | None = None
     _policy_watch: asyncio.Task[None] | None = None
     _owns_sandbox: bool = False
 
     async def start(self) -> Broker:
+        if self.notify is None:
+            self.notify = self._read_notify_settings()
         ensure_private_dir(self.paths.home)
         self.ledger = Ledger(self.paths.ledger(sandbox=self.service is None))
         try:
@@ -98,12 +107,23 @@ class Runtime:
             self.unsettled = await self.broker.start()
             for request in self.unsettled:
                 log.warning("request %s was in flight at the last stop: now unknown", request.id)
+            await self._start_notices()
             await self._open_sockets()
         except BaseException:
             await self.stop()
             raise
         log.info("broker started; socket %s; service %s", self.paths.socket, self.market.base_url)
         return self.broker
+
+    async def _start_notices(self) -> None:
+        """The webhooks of `[notify]`, when there are any, following the broker and the policy."""
+        assert self.broker is not None and self.notify is not None
+        if not self.notify.webhooks:
+            return
+        from svc_console.services.notify import Notifier
+
+        self.notifier = Notifier(self.notify, clock=self.broker.clock, **self.notify_options)
+        await self.notifier.start(self.broker, self.policy)
 
     async def _open_sockets(self) -> None:
         assert self.broker is not None and self.market is not None
@@ -146,6 +166,15 @@ class Runtime:
         except SettingsError as exc:
             log.warning("agents' settings not applied: %s", exc)
             return AgentSettings()
+
+    def _read_notify_settings(self) -> NotifySettings:
+        """settings.toml's `[notify]`; when it cannot be read, no notice at all (the CLI refuses
+        such a file before it gets here; the TUI started alone reports the file)."""
+        try:
+            return notify_settings(self.paths.settings)
+        except SettingsError as exc:
+            log.warning("notices not sent: %s", exc)
+            return NotifySettings()
 
     @property
     def agent_warning(self) -> str | None:
@@ -248,6 +277,9 @@ class Runtime:
     async def stop(self, *, leaving: bool = False) -> None:
         """Stop everything started; `leaving`: the process exits next, so the embedded sandbox is
         told to stop and not waited for."""
+        if self.notifier is not None:
+            await self.notifier.stop()
+            self.notifier = None
         if self._policy_watch is not None:
             self._policy_watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -46,6 +46,7 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
     from svc_console.config import logs
     from svc_console.config.agents import agent_settings
     from svc_console.config.errors import SettingsError
+    from svc_console.config.notify_settings import notify_settings
     from svc_console.config.paths import resolve_paths
     from svc_console.config.policy_files import policy_files
     from svc_console.config.service import service_config
@@ -61,6 +62,7 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
             policy = [str(write_policy(paths.sandbox))]
         files, optional = policy_files(paths, policy)
         agents = agent_settings(paths.settings)
+        notify = notify_settings(paths.settings)
     except SettingsError as exc:
         raise CommandError(str(exc)) from None
     # The demo's requests expire in two minutes, so a newcomer sees expiry too.
@@ -72,6 +74,7 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
         policy_files=files,
         policy_optional=optional,
         agent_settings=agents,
+        notify=notify,
     )
 
 

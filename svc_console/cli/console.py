@@ -65,8 +65,9 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
         notify = notify_settings(paths.settings)
     except SettingsError as exc:
         raise CommandError(str(exc)) from None
-    # The demo's requests expire in two minutes, so a newcomer sees expiry too.
-    config = BrokerConfig(pending_ttl_s=120.0) if demo else BrokerConfig()
+    # The demo's requests wait ten minutes: long enough to read one while others arrive, short
+    # enough to see one expire.
+    config = BrokerConfig(pending_ttl_s=600.0) if demo else BrokerConfig()
     return Runtime(
         paths=paths,
         service=service,

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from svc_console.market.mcp import McpClient
     from svc_console.services.catalogue_sync import Progress, SyncReport
     from svc_console.services.notify import Notifier
+    from svc_console.services.usage_follow import UsageFollower
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,7 @@ class Runtime:
     notify: NotifySettings | None = None
     notify_options: dict[str, Any] = field(default_factory=dict)
     notifier: Notifier | None = None
+    usage: UsageFollower | None = None  # the background usage sync
     _policy_watch: asyncio.Task[None] | None = None
     _owns_sandbox: bool = False
 
@@ -108,6 +110,7 @@ class Runtime:
             for request in self.unsettled:
                 log.warning("request %s was in flight at the last stop: now unknown", request.id)
             await self._start_notices()
+            self._follow_usage()
             await self._open_sockets()
         except BaseException:
             await self.stop()
@@ -124,6 +127,14 @@ class Runtime:
 
         self.notifier = Notifier(self.notify, clock=self.broker.clock, **self.notify_options)
         await self.notifier.start(self.broker, self.policy)
+
+    def _follow_usage(self) -> None:
+        """Keep the usage history synced in the background (services/usage_follow.py)."""
+        assert self.broker is not None
+        from svc_console.services.usage_follow import UsageFollower
+
+        self.usage = UsageFollower(self.sync_usage, self.broker.clock)
+        self.usage.start(self.broker)
 
     async def _open_sockets(self) -> None:
         assert self.broker is not None and self.market is not None
@@ -280,6 +291,9 @@ class Runtime:
         if self.notifier is not None:
             await self.notifier.stop()
             self.notifier = None
+        if self.usage is not None:
+            await self.usage.stop()
+            self.usage = None
         if self._policy_watch is not None:
             self._policy_watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

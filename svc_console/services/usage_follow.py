@@ -1,0 +1,91 @@
+"""The usage history kept current without anyone pressing `s`: synced when the console starts,
+every few minutes, and shortly after each execution ends (when a new charge is likely), under
+`serve` as in the TUI. A failed sync is logged and tried again at the next occasion; it never
+stops the console.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from svc_console.core.models import SpendRequest
+from svc_console.core.states import State
+
+log = logging.getLogger(__name__)
+EVERY_S = 300.0
+SETTLE_S = 2.0  # after an execution ends: let a burst of them end too, then sync once
+_CHARGES_LIKELY = frozenset({State.succeeded, State.failed, State.unknown})
+
+
+class UsageFollower:
+    def __init__(
+        self,
+        sync: Callable[[], Awaitable[Any]],
+        clock: Callable[[], float],
+        *,
+        every_s: float = EVERY_S,
+        settle_s: float = SETTLE_S,
+    ):
+        self._sync, self._clock = sync, clock
+        self._every_s, self._settle_s = every_s, settle_s
+        self._soon = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self.last_synced_at: float | None = None
+        self.last_result: Any = None
+        self.last_error: str | None = None
+        self.listeners: list[Callable[[], None]] = []  # told after each sync (a screen reloads)
+
+    def start(self, broker: Any) -> None:
+        self._unsubscribe = broker.subscribe(self._changed)
+        self._task = asyncio.create_task(self._run(), name="usage-follow")
+
+    async def stop(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def sync_soon(self) -> None:
+        """Sync at the next moment (after the settling pause), not at the next period."""
+        self._soon.set()
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def _changed(self, request: SpendRequest) -> None:
+        if request.state in _CHARGES_LIKELY:
+            self.sync_soon()
+
+    async def _run(self) -> None:
+        while True:
+            await self._once()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._soon.wait(), self._every_s)
+                await asyncio.sleep(self._settle_s)
+            self._soon.clear()
+
+    async def _once(self) -> None:
+        try:
+            self.last_result = await self._sync()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the service may be away: try again at the next occasion
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            log.warning("background usage sync failed: %s", self.last_error)
+            return
+        self.last_synced_at, self.last_error = self._clock(), None
+        for listener in list(self.listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("a usage listener failed")

@@ -38,7 +38,7 @@ def _max_length(model: type[DenyParams], name: str) -> int:
 MAX_REASON = _max_length(DenyParams, "reason")
 
 
-def _summary(request: SpendRequest) -> Text:
+def request_summary(request: SpendRequest) -> Text:
     """What is being decided, in the console's own facts only (the catalogue's endpoint and
     provider, the estimate's chain): nothing an agent wrote reaches a decision's dialog."""
     summary = Text.assemble((endpoint_name(request, 40), "bold"), f"  ({request.id})")
@@ -72,7 +72,7 @@ class _DecisionModal(ModalScreen[ResultType]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(self.TITLE_TEXT, id="dialog-title")
-            yield Static(_summary(self.request), markup=False)
+            yield Static(request_summary(self.request), markup=False)
             yield Static(self.explain(), markup=False, classes="dialog-explain")
             yield self.make_input()
             yield Static("", id="dialog-error", markup=False)

@@ -13,7 +13,7 @@ The app imports the `screen` module of every such folder (`discover`), adds one 
 registered screen, and binds its key app-wide (binding id `screens.<name>`, remappable like any
 other). The palette offers "Go to <title>", F1 lists the key. Only screens that exist are
 registered: nothing here knows which screens are still to come. Keys by convention: 1 Approvals
-(home), 2 Catalogue, 3 Usage, 4 Policies, 5 Wallet, 6 Account.
+(home), 2 Catalogue, 3 Usage, 4 Policies, 5 Wallet, 6 Account, 7 Grants.
 
 This module never imports a screen itself, so a screen that fails to import is reported by
 `discover` and leaves the others working.

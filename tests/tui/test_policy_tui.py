@@ -10,6 +10,7 @@ from pathlib import Path
 from tui_support import build_console, screen_text, started, until
 
 from svc_console.agent import AsyncAgent
+from svc_console.tui.approvals.detail import RequestDetail
 from svc_console.tui.widgets.banner import PolicyBanner
 
 GOOD = (
@@ -60,7 +61,10 @@ async def test_the_detail_shows_the_deciding_rules_and_the_budget_impact(
         await until(pilot, lambda: broker.get(ticket["request_id"]).verdict is not None)
         budget = broker.get(ticket["request_id"]).verdict.budgets[0]
         assert (budget.budget, budget.line) == ("daily: bot", 5)
-        # The approvals screen's detail of the (only, selected) request shows the impact.
+        # The approvals screen's detail of the (only, selected) request shows the impact, below
+        # the budgets as they stand now (tests/tui/test_tui_budgets.py): read the whole detail.
+        detail = app.screen.query_one(RequestDetail)
         await until(pilot, lambda: "daily: bot" in screen_text(app))
-        shown = screen_text(app)
+        await until(pilot, lambda: "Budget impact" in detail.text)
+        shown = detail.text
         assert "0.00 → 0.01" in shown and "SKILLS.md:5" in shown

@@ -8,6 +8,7 @@ rendered as `rich.text.Text`, so it is shown as visible text, never as markup or
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from decimal import Decimal
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -25,7 +26,9 @@ from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert, inert_line
 from svc_console.core.secrets_scan import mask
 from svc_console.core.taxonomy import PRODUCT_CLASSES, domain_label
+from svc_console.policy.budget_view import BudgetLine
 from svc_console.tui import present
+from svc_console.tui.approvals.budgets import budgets_text
 from svc_console.tui.colors import Palette
 
 MAX_INPUTS_CHARS = 4000
@@ -122,6 +125,7 @@ def render(
     now: float | None = None,
     *,
     expanded: bool = False,
+    budgets: Sequence[BudgetLine] = (),
 ) -> Group:
     """The whole detail as one renderable. The console's own facts come first, always in the same
     place (invariant 9): what approving lets be spent, on what, from whom, the verdict and the
@@ -131,6 +135,10 @@ def render(
     out of view; the console's details (price, verdict, risks, provider) follow it."""
     out = Sections(colours)
     _facts(out, request, confirm)
+    if budgets:
+        # The console's own figures, so with the facts, before anything the agent wrote.
+        out.heading("Budgets: now → after approving")
+        out.block(budgets_text(budgets, colours))
     _decision(out, request, now)
     _agent_words(out, request, expanded)
     _price(out, request)
@@ -371,6 +379,7 @@ class RequestDetail(ScrollView):
         colours: Palette,
         confirm: Decimal | None,
         now: float | None = None,
+        budgets: Sequence[BudgetLine] = (),
     ) -> None:
         new_id = request.id if request else None
         if new_id != self.shown_id:
@@ -378,7 +387,9 @@ class RequestDetail(ScrollView):
         if request is None:
             self._content = Text("Select a request to see its detail.", style=colours.label)
         else:
-            self._content = render(request, colours, confirm, now, expanded=self.expanded)
+            self._content = render(
+                request, colours, confirm, now, expanded=self.expanded, budgets=budgets
+            )
         # Another request starts at its top, not where the previous one was scrolled to.
         self._draw(keep_scroll=new_id == self.shown_id)
         self.shown_id = new_id

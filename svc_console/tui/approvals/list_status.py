@@ -26,6 +26,7 @@ class ListStatus(Static):
         filter: Filter,
         shown: int,
         colours: Palette,
+        marked: str = "",
     ) -> None:
         tabs = Text()
         for name, state in lists.items():
@@ -34,6 +35,8 @@ class ListStatus(Static):
             tabs.append(" ")
         current = lists[active]
         right = Text(justify="right")
+        if marked:
+            right.append(f"{marked} · ", style=f"bold {colours.info}")
         if filter.problem:
             right.append(f"{filter.problem} · ", style=colours.warn)
         right.append(current.sort_text, style=colours.label)

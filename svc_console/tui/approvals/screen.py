@@ -13,9 +13,7 @@ command line shows at once; `R` resumes one.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from decimal import Decimal
-from typing import Any
+from collections.abc import Callable
 
 from rich.text import Text
 from textual import on
@@ -28,13 +26,14 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Header, Input, S
 
 from svc_console.broker import Broker, BrokerError
 from svc_console.broker.deciders import Decider
-from svc_console.broker.params import ApproveParams, DenyParams
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
 from svc_console.tui import present
+from svc_console.tui.approvals.bulk import Marks
+from svc_console.tui.approvals.deciding import Deciding
 from svc_console.tui.approvals.detail import RequestDetail
 from svc_console.tui.approvals.filter_bar import FilterBar
 from svc_console.tui.approvals.history import HistoryTable
@@ -44,7 +43,6 @@ from svc_console.tui.bindings import bindings, commands
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.help import key_display
 from svc_console.tui.messages import RequestChanged
-from svc_console.tui.modals import ConfirmAmountModal, DenyReasonModal
 from svc_console.tui.navigation import register_screen
 from svc_console.tui.request_lists import (
     HISTORY_LIST,
@@ -80,13 +78,24 @@ _HEADER_SORTS = {
     "approved": "amount",
     "charged": "amount",
 }
+# Actions that decide or mark pending requests: offered on the pending list only.
+_PENDING_ACTIONS = (
+    "approve",
+    "deny",
+    "approve_for_a_while",
+    "deny_for_a_while",
+    "approve_always",
+    "toggle_mark",
+    "mark_matching",
+)
 # How many arrivals a notification names before it just counts them.
 _NAMED_ARRIVALS = 3
 
 
 @register_screen("approvals", title="Approvals", key="1", order=1)
-class ApprovalsScreen(Screen[None]):
-    """Pending requests and their detail; `a` approves, `d` denies; `h` shows the history."""
+class ApprovalsScreen(Deciding, Screen[None]):
+    """Pending requests and their detail; `a` approves, `d` denies (`A`, `D` for a while, `w`
+    always; with marks, every marked request); `h` shows the history."""
 
     BINDINGS = bindings("approvals")
     # The queue, not the filter's input (the first focusable widget): keys act on requests.
@@ -112,6 +121,10 @@ class ApprovalsScreen(Screen[None]):
         self._arrivals: list[SpendRequest] = []
         self._departures: list[SpendRequest] = []
         self._reload_scheduled = False
+        # Marked pending requests, by id: they outlive every reload of the page.
+        self.marks = Marks()
+        self._counts: dict[str, str] = {}
+        self._shown = 0
         # Totals of the lists by name; the one not on screen is counted again only when stale.
         self._totals: dict[str, int] = {}
         self._counts_stale = True
@@ -157,6 +170,7 @@ class ApprovalsScreen(Screen[None]):
     def on_mount(self) -> None:
         # Subscribe before the first read, so nothing that changes in between is missed.
         self._unsubscribe = self.broker.subscribe(self._broker_changed)
+        self.queue.marks = self.marks
         self.reload()
         self.set_interval(TICK_S, self._tick, name="approvals-clock")
         self.app.theme_changed_signal.subscribe(self, self._restyle)
@@ -193,8 +207,9 @@ class ApprovalsScreen(Screen[None]):
             else f"{self._totals[name]:,}"
             for name in self.lists
         }
-        status = self.query_one(ListStatus)
-        status.show(self.lists, counts, self.active, self.filter, len(page), colours)
+        self._counts = counts
+        self._shown = len(page)
+        self._show_status()
         self._show_empty(not page)
         self._show_selected()
         self._show_pauses()
@@ -210,12 +225,23 @@ class ApprovalsScreen(Screen[None]):
             self.query_one("#empty", Static).update(Text(text, justify="center"))
         self.set_class(empty, "-empty")
 
+    def _show_status(self) -> None:
+        marked = ""
+        if self.marks and self.active == PENDING.name:
+            marked = f"{len(self.marks)} marked · {format_usdc(self.marks.total)} USDC"
+        self.query_one(ListStatus).show(
+            self.lists, self._counts, self.active, self.filter, self._shown, self.colours, marked
+        )
+
     def _show_selected(self) -> None:
         request = self.table.selected
-        confirm = None
+        confirm, budgets = None, []
         if request is not None and request.state == State.pending:
             confirm = self.broker.confirmation_needed(request)
-        self.query_one(RequestDetail).show(request, self.colours, confirm, self.broker.clock())
+            # Read for the selected request alone: a handful of running totals, never a scan.
+            budgets = self.broker.budgets_for(request)
+        detail = self.query_one(RequestDetail)
+        detail.show(request, self.colours, confirm, self.broker.clock(), budgets)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
@@ -262,6 +288,7 @@ class ApprovalsScreen(Screen[None]):
                 self._arrivals.append(request)
         else:
             was_pending = request.id in self._announced or request.id in self.queue.requests
+            self.marks.discard(request.id)
             self._announced.discard(request.id)
             gone = request.state == State.expired or (
                 request.state == State.cancelled and was_pending
@@ -306,8 +333,10 @@ class ApprovalsScreen(Screen[None]):
     # -- which actions make sense now -----------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("approve", "deny"):
+        if action in _PENDING_ACTIONS:
             return self.active == PENDING.name
+        if action == "clear_marks":
+            return self.active == PENDING.name and bool(self.marks)
         if action == "resume_agent":
             return bool(self.query_one(PausedAgents).pauses)
         if action == "show_tab":
@@ -396,39 +425,10 @@ class ApprovalsScreen(Screen[None]):
     def action_cursor_up(self) -> None:
         self.table.action_cursor_up()
 
-    # -- the operator's decisions ---------------------------------------------------------------
+    async def action_show_grants(self) -> None:
+        await self.app.run_action("show_screen('grants')")
 
-    def _selected_or_say_so(self) -> SpendRequest | None:
-        request = self.queue.selected
-        if request is None:
-            self.notify("No request is selected.", severity="warning")
-        return request
-
-    async def action_approve(self) -> None:
-        request = self._selected_or_say_so()
-        if request is None:
-            return
-        amount = self.broker.confirmation_needed(request)
-        if amount is None:
-            await self._approve(request, None)
-            return
-
-        async def confirmed(typed: Decimal | None) -> None:
-            if typed is not None:
-                await self._approve(request, typed)
-
-        self.app.push_screen(ConfirmAmountModal(request, amount), confirmed)
-
-    def action_deny(self) -> None:
-        request = self._selected_or_say_so()
-        if request is None:
-            return
-
-        async def reasoned(reason: str | None) -> None:
-            if reason is not None:
-                await self._deny(request, reason)
-
-        self.app.push_screen(DenyReasonModal(request), reasoned)
+    # -- pauses ---------------------------------------------------------------------------------
 
     def action_resume_agent(self) -> None:
         """Resume the selected request's agent if it is paused, else the only paused agent."""
@@ -463,51 +463,6 @@ class ApprovalsScreen(Screen[None]):
                 f"Agent {inert_line(agent, 40)} resumed: its rules apply again", markup=False
             )
         self._show_pauses()
-
-    async def _approve(self, request: SpendRequest, amount: Decimal | None) -> None:
-        async def decide() -> SpendRequest:
-            params = ApproveParams(request_id=request.id, confirm_amount=amount)
-            return await self.broker.approve(params)
-
-        # Noted before the call: the broker may report the outcome before approve() returns.
-        self._approved_here.add(request.id)
-        if await self._decide("approve", decide):
-            self.notify(
-                f"Approved {request.id}: {endpoint_name(request, 40)} for"
-                f" {inert_line(request.agent, 40)}; executing",
-                markup=False,
-            )
-        else:
-            self._approved_here.discard(request.id)
-
-    async def _deny(self, request: SpendRequest, reason: str) -> None:
-        async def decide() -> SpendRequest:
-            return await self.broker.deny(DenyParams(request_id=request.id, reason=reason))
-
-        if await self._decide("deny", decide):
-            self.notify(f"Denied {request.id}", markup=False)
-
-    async def _decide(self, verb: str, decide: Callable[[], Awaitable[Any]]) -> bool:
-        """Run one broker decision; any failure becomes one notification."""
-        try:
-            await decide()
-        except BrokerError as exc:
-            self.notify(exc.message, title=f"Could not {verb}", severity="error", markup=False)
-            return False
-        except Exception:
-            # Never let an unexpected error take the operator's screen down mid-decision.
-            log.exception("%s failed", verb)
-            self.notify(
-                "Unexpected error; nothing more was done. See the log for details.",
-                title=f"Could not {verb}",
-                severity="error",
-            )
-            return False
-        finally:
-            # The broker's listener reloads soon; reload now so the row goes at once.
-            self._counts_stale = True
-            self.reload()
-        return True
 
 
 def _arrivals_text(arrivals: list[SpendRequest]) -> str:

@@ -4,6 +4,8 @@ request id: agent, endpoint, estimated USDC, age, time left, policy verdict and 
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from rich.text import Text
 
 from svc_console.core.models import Severity, SpendRequest
@@ -36,10 +38,29 @@ class RequestQueue(PagedTable):
     )
     CLOCK_COLUMNS = ("age", "expires")
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        # The ids the operator marked (the screen's own set): a mark is drawn before the agent.
+        self.marks: Container[str] = ()
+
+    def agent_cell(self, request: SpendRequest, colours: Palette) -> Text:
+        agent = Text(inert_line(request.agent, 20))
+        if request.id in self.marks:
+            return Text.assemble(("● ", f"bold {colours.info}"), agent)
+        return agent
+
+    def show_mark(self, request_id: str, colours: Palette) -> None:
+        """Draw one row's mark again, without redrawing the page."""
+        request = self.requests.get(request_id)
+        if request is not None:
+            self.update_cell(
+                request_id, "agent", self.agent_cell(request, colours), update_width=True
+            )
+
     def cells(self, request: SpendRequest, now: float, colours: Palette) -> list[Text]:
         age, expires = self.clock_cells(request, now, colours)
         return [
-            Text(inert_line(request.agent, 20)),
+            self.agent_cell(request, colours),
             Text(endpoint_name(request)),
             Text(present.price(request.estimate), justify="right"),
             age,

@@ -1,0 +1,316 @@
+"""The operator's decisions on the approvals screen, in every scope: this request only (`a`, `d`),
+for a while (`A`, `D`: a grant), always (`w`: a rule in a SKILLS.md file), and every marked
+request at once (`a`, `d` while some are marked; `space` and `m` mark).
+
+Every decision goes through the broker's public API. A decision made straight from a key reports
+the broker's refusal as a notification; one made in a dialog shows it in the dialog, which stays
+open with nothing decided. A mixin of `ApprovalsScreen`, which owns the lists and the marks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from svc_console.broker import Broker, BrokerError
+from svc_console.broker.params import ApproveParams, DenyParams
+from svc_console.core.models import SpendRequest
+from svc_console.core.money import format_usdc
+from svc_console.core.sanitize import inert_line
+from svc_console.core.states import State
+from svc_console.policy.live import LivePolicy
+from svc_console.runtime import Runtime
+from svc_console.services import always_rule
+from svc_console.services.always_rule import Proposal
+from svc_console.tui.approvals.always import AlwaysModal
+from svc_console.tui.approvals.bulk import MOST, BulkModal, Marks, outcome_text
+from svc_console.tui.approvals.for_a_while import LASTING, ForAWhile, ForAWhileModal
+from svc_console.tui.modals import ConfirmAmountModal, DenyReasonModal
+from svc_console.tui.request_lists import PENDING, Filter, ListState
+from svc_console.tui.widgets.queue import endpoint_name
+
+log = logging.getLogger(__name__)
+
+
+def _for(lasting: str) -> str:
+    return next(label for key, label in LASTING if key == lasting)
+
+
+class Deciding:
+    """The decision actions; the screen provides the broker, the lists, the marks and `reload`."""
+
+    broker: Broker
+    runtime: Runtime
+    marks: Marks
+    filter: Filter
+    lists: dict[str, ListState]
+    _approved_here: set[str]
+    _counts_stale: bool
+    notify: Callable[..., Any]
+    reload: Callable[..., None]
+
+    # -- this request only ----------------------------------------------------------------------
+
+    def _selected_or_say_so(self) -> SpendRequest | None:
+        request = self.queue.selected
+        if request is None:
+            self.notify("No request is selected.", severity="warning")
+        return request
+
+    async def action_approve(self) -> None:
+        if len(self.marks):
+            self._decide_marked(approve=True)
+            return
+        request = self._selected_or_say_so()
+        if request is None:
+            return
+        amount = self.broker.confirmation_needed(request)
+        if amount is None:
+            await self._approve(request, None)
+            return
+
+        async def confirmed(typed: Decimal | None) -> None:
+            if typed is not None:
+                await self._approve(request, typed)
+
+        self.app.push_screen(ConfirmAmountModal(request, amount), confirmed)
+
+    def action_deny(self) -> None:
+        if len(self.marks):
+            self._decide_marked(approve=False)
+            return
+        request = self._selected_or_say_so()
+        if request is None:
+            return
+
+        async def reasoned(reason: str | None) -> None:
+            if reason is not None:
+                await self._deny(request, reason)
+
+        self.app.push_screen(DenyReasonModal(request), reasoned)
+
+    async def _approve(self, request: SpendRequest, amount: Decimal | None) -> None:
+        async def decide() -> SpendRequest:
+            params = ApproveParams(request_id=request.id, confirm_amount=amount)
+            return await self.broker.approve(params)
+
+        # Noted before the call: the broker may report the outcome before approve() returns.
+        self._approved_here.add(request.id)
+        if await self._decide("approve", decide):
+            self.notify(
+                f"Approved {request.id}: {endpoint_name(request, 40)} for"
+                f" {inert_line(request.agent, 40)}; executing",
+                markup=False,
+            )
+        else:
+            self._approved_here.discard(request.id)
+
+    async def _deny(self, request: SpendRequest, reason: str) -> None:
+        async def decide() -> SpendRequest:
+            return await self.broker.deny(DenyParams(request_id=request.id, reason=reason))
+
+        if await self._decide("deny", decide):
+            self.notify(f"Denied {request.id}", markup=False)
+
+    async def _decide(self, verb: str, decide: Callable[[], Awaitable[Any]]) -> bool:
+        """Run one broker decision; any failure becomes one notification."""
+        try:
+            await decide()
+        except BrokerError as exc:
+            self.notify(exc.message, title=f"Could not {verb}", severity="error", markup=False)
+            return False
+        except Exception:
+            # Never let an unexpected error take the operator's screen down mid-decision.
+            log.exception("%s failed", verb)
+            self.notify(
+                "Unexpected error; nothing more was done. See the log for details.",
+                title=f"Could not {verb}",
+                severity="error",
+            )
+            return False
+        finally:
+            self._decided()
+        return True
+
+    def _decided(self) -> None:
+        # The broker's listener reloads soon; reload now so the row goes at once.
+        self._counts_stale = True
+        self.reload()
+
+    # -- for a while ----------------------------------------------------------------------------
+
+    def action_approve_for_a_while(self) -> None:
+        self._for_a_while(approve=True)
+
+    def action_deny_for_a_while(self) -> None:
+        self._for_a_while(approve=False)
+
+    def _for_a_while(self, *, approve: bool) -> None:
+        request = self._selected_or_say_so()
+        if request is None:
+            return
+        confirm = self.broker.confirmation_needed(request) if approve else None
+        said: list[str] = []
+
+        async def decide(choice: ForAWhile) -> None:
+            if approve:
+                params = ApproveParams(
+                    request_id=request.id,
+                    confirm_amount=choice.confirm,
+                    grant_for=choice.lasting,
+                    grant_total=choice.total,
+                )
+                self._approved_here.add(request.id)
+                try:
+                    await self.broker.approve(params)
+                except Exception:
+                    self._approved_here.discard(request.id)
+                    raise
+                said.append(
+                    f"Approved {request.id}, and {inert_line(request.agent, 40)}'s calls to"
+                    f" {endpoint_name(request, 40)} for {_for(choice.lasting)}"
+                    f" (up to {format_usdc(choice.total)} USDC in all)"
+                )
+            else:
+                assert choice.reason is not None
+                params_deny = DenyParams(
+                    request_id=request.id, reason=choice.reason, grant_for=choice.lasting
+                )
+                await self.broker.deny(params_deny)
+                said.append(
+                    f"Denied {request.id}, and {inert_line(request.agent, 40)}'s calls to"
+                    f" {endpoint_name(request, 40)} for {_for(choice.lasting)}"
+                )
+
+        def closed(decided: bool | None) -> None:
+            self._decided()
+            if decided and said:
+                self.notify(said[0], markup=False)
+
+        modal = ForAWhileModal(request, decide, approve=approve, confirm=confirm)
+        self.app.push_screen(modal, closed)
+
+    # -- always ---------------------------------------------------------------------------------
+
+    def action_approve_always(self) -> None:
+        request = self._selected_or_say_so()
+        if request is None:
+            return
+        live = self.runtime.policy
+        if not isinstance(live, LivePolicy) or not live.paths:
+            self.notify(
+                "No SKILLS.md file is in force to write a rule into.",
+                title="Cannot approve always",
+                severity="warning",
+            )
+            return
+        files = [Path(path) for path in live.paths]
+
+        async def decide(proposal: Proposal, confirm: Decimal | None) -> None:
+            params = ApproveParams(
+                request_id=request.id,
+                confirm_amount=confirm,
+                note=f"always: {proposal.rule.name}"[:500],
+            )
+            self._approved_here.add(request.id)
+            try:
+                await self.broker.approve(params)
+            except Exception:
+                self._approved_here.discard(request.id)
+                raise
+            self._save_rule(request, proposal)
+
+        modal = AlwaysModal(
+            request,
+            files,
+            self.runtime.paths.home,
+            decide,
+            confirm=self.broker.confirmation_needed(request),
+            now=self.broker.clock(),
+        )
+        self.app.push_screen(modal, lambda _decided: self._decided())
+
+    def _save_rule(self, request: SpendRequest, proposal: Proposal) -> None:
+        """Save the rule once the approval is committed; a failure to save is said plainly,
+        since the approval stands."""
+        name = inert_line(proposal.name, 80)
+        try:
+            always_rule.save(proposal)
+        except Exception as exc:
+            log.exception("saving the rule for %s failed", request.id)
+            self.notify(
+                f"Approved {request.id}, but the rule was not saved to {name}:"
+                f" {inert_line(exc, 200)}",
+                title="Rule not saved",
+                severity="error",
+                markup=False,
+            )
+            return
+        self.notify(
+            f"Approved {request.id}; rule {inert_line(proposal.rule.name, 80)!r} saved to {name}:"
+            " in force within a second",
+            markup=False,
+        )
+
+    # -- several at once ------------------------------------------------------------------------
+
+    def action_toggle_mark(self) -> None:
+        request = self._selected_or_say_so()
+        if request is None:
+            return
+        self.marks.toggle(request)
+        self.queue.show_mark(request.id, self.colours)
+        self._show_status()
+        # The next request comes under the cursor, so space, space, space marks a run of them.
+        self.queue.action_cursor_down()
+
+    def action_mark_matching(self) -> None:
+        query = self.lists[PENDING.name].query(self.filter)
+        matching = self.broker.ledger.window(query, offset=0, limit=MOST)
+        added = self.marks.add(matching)
+        self.reload()
+        which = "the filter matches" if self.filter.active else "waiting"
+        text = f"{len(self.marks)} marked ({added} more): every request {which}"
+        if len(self.marks) >= MOST:
+            text += f", up to {MOST} at once"
+        self.notify(text, markup=False)
+
+    def action_clear_marks(self) -> None:
+        self.marks.clear()
+        self.reload()
+
+    def _decide_marked(self, *, approve: bool) -> None:
+        """The dialog for every marked request still waiting; each gets its own decision."""
+        for request_id in self.marks.ids:
+            if self.broker.get(request_id).state != State.pending:
+                self.marks.discard(request_id)  # decided elsewhere or gone meanwhile
+        if not len(self.marks):
+            self.reload()
+            self.notify("None of the marked requests is waiting any more.", severity="warning")
+            return
+        requests, total = self.broker.pending_total(self.marks.ids)
+        typed = approve and self.broker.decisions.total_confirmation_needed(total)
+        said: list[tuple[str, bool]] = []
+
+        async def decide(confirm: Decimal | None, reason: str | None) -> None:
+            ids = [request.id for request in requests]
+            if approve:
+                outcome = await self.broker.approve_many(ids, confirm_total=confirm)
+            else:
+                assert reason is not None
+                outcome = await self.broker.deny_many(ids, reason)
+            said.append(outcome_text(outcome, approve))
+
+        def closed(decided: bool | None) -> None:
+            if decided:
+                self.marks.clear()
+            self._decided()
+            if said:
+                text, all_done = said[0]
+                self.notify(text, severity="information" if all_done else "warning", markup=False)
+
+        modal = BulkModal(requests, total, decide, approve=approve, typed=typed)
+        self.app.push_screen(modal, closed)

@@ -1,0 +1,1 @@
+"""The grants screen: decisions the operator made for a while."""

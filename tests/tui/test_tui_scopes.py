@@ -1,0 +1,282 @@
+"""Deciding with a scope from the approvals screen: for a while (`A`, `D`: a grant in the ledger,
+a bad total refused in the dialog with nothing decided) and always (`w`: the diff of SKILLS.md,
+then the approval and the saved rule; an invalid rule decides nothing). Against the sandbox over
+HTTP, the Unix socket and the SQLite ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import FakeClock
+from textual.pilot import Pilot
+from textual.widgets import Button, Input, RadioSet
+from tui_support import build_console, notices, rows, screen_text, started, type_text, until
+
+from svc_console.agent import AsyncAgent
+from svc_console.config.paths import Paths
+from svc_console.core.states import State
+from svc_console.policy.loader import load_paths
+from svc_console.runtime import Runtime
+from svc_console.tui.app import ConsoleApp
+from svc_console.tui.approvals.always import AlwaysModal
+from svc_console.tui.approvals.for_a_while import ForAWhileModal
+from svc_console.tui.approvals.screen import ApprovalsScreen
+from svc_console.tui.policies.diff import PolicyDiff
+
+SEARCH = {
+    "endpoint_id": "ep_websearch_basic",  # 0.01 USDC a call
+    "inputs": {"query": "solar panel prices"},
+    "purpose": "background for the weekly energy note",
+}
+POLICY = """# SKILLS.md
+
+Nothing above a dollar a call.
+
+```policy
+per_call_max_usdc: 1
+```
+"""
+
+
+@pytest.fixture
+def console(make_runtime: Callable[..., Runtime], clock: FakeClock) -> Callable[..., ConsoleApp]:
+    return lambda **options: build_console(make_runtime, clock, **options)
+
+
+@pytest.fixture
+def policy(paths: Paths) -> Path:
+    paths.home.mkdir(parents=True, exist_ok=True)
+    file = paths.home / "SKILLS.md"
+    file.write_text(POLICY)
+    return file
+
+
+async def one_request(pilot: Pilot[Any], app: ConsoleApp) -> str:
+    async with AsyncAgent("research-bot", app.runtime.paths.socket) as agent:
+        request_id = (await agent.submit(**SEARCH))["request_id"]
+    await rows(pilot, 1)
+    await until(pilot, lambda: "New request from research-bot" in notices(app))
+    app.clear_notifications()
+    return request_id
+
+
+async def choose(pilot: Pilot[Any], index: int) -> None:
+    """Pick the dialog's `index`-th duration with the keys an operator uses."""
+    radios = pilot.app.screen.query_one(RadioSet)
+    radios.focus()
+    await pilot.pause()
+    for _ in range(index):
+        await pilot.press("down")
+    await pilot.press("enter")
+    await until(pilot, lambda: radios.pressed_index == index)
+
+
+async def type_into(pilot: Pilot[Any], selector: str, text: str) -> None:
+    field = pilot.app.screen.query_one(selector, Input)
+    field.value = ""
+    field.focus()
+    await pilot.pause()
+    await type_text(pilot, text)
+
+
+def error_text(app: ConsoleApp) -> str:
+    return str(app.screen.query_one("#dialog-error").render())
+
+
+# -- for a while --------------------------------------------------------------------------------
+
+
+async def test_approve_for_a_while_makes_a_grant(console, clock: FakeClock):
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        request_id = await one_request(pilot, app)
+        broker = app.runtime.broker
+
+        await pilot.press("A")
+        await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
+        await choose(pilot, 1)  # one hour
+        await type_into(pilot, "#total", "0.05")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
+
+        (grant,) = broker.grants.in_force()
+        assert (grant.agent, grant.target, grant.effect) == (
+            "research-bot",
+            "ep_websearch_basic",
+            "approve",
+        )
+        assert grant.per_call_max_usdc == 10_000 and grant.total_usdc == 50_000
+        assert grant.expires_at == clock() + 3600 and grant.request_id == request_id
+        await until(pilot, lambda: broker.get(request_id).state == State.succeeded)
+        assert "research-bot's calls to Web Search for 1 hour" in notices(app)
+
+
+async def test_a_total_that_is_not_enough_is_refused_in_the_dialog(console):
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        request_id = await one_request(pilot, app)
+        broker = app.runtime.broker
+
+        await pilot.press("A")
+        await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
+        await type_into(pilot, "#total", "lots")
+        await pilot.press("enter")
+        assert "Type the total in USDC" in error_text(app)
+
+        await type_into(pilot, "#total", "0.005")
+        await pilot.press("enter")
+        await until(pilot, lambda: "below one call's 0.01 USDC" in error_text(app))
+        assert "Nothing was decided" in error_text(app)
+        assert isinstance(app.screen, ForAWhileModal)
+        assert broker.get(request_id).state == State.pending
+        assert broker.grants.recent() == []
+
+        await pilot.press("escape")
+        assert isinstance(app.screen, ApprovalsScreen)
+        assert broker.get(request_id).state == State.pending
+
+
+async def test_deny_for_a_while_makes_a_denying_grant(console, clock: FakeClock):
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        request_id = await one_request(pilot, app)
+        broker = app.runtime.broker
+
+        await pilot.press("D")
+        await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
+        await pilot.press("enter")  # no reason yet
+        assert "A reason is required" in error_text(app)
+        await type_into(pilot, "#reason", "not this week")
+        await pilot.press("enter")  # fifteen minutes, the default
+        await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
+
+        denied = broker.get(request_id)
+        assert denied.state == State.denied and denied.reason == "not this week"
+        (grant,) = broker.grants.in_force()
+        assert grant.effect == "deny" and grant.expires_at == clock() + 900
+        # The next call like it is denied by the grant, without the operator.
+        async with AsyncAgent("research-bot", app.runtime.paths.socket) as agent:
+            ticket = await agent.submit(**SEARCH)
+            done = await agent.wait_for_outcome(ticket["request_id"], timeout_s=10)
+        assert done["state"] == "denied"
+
+
+async def test_for_a_while_above_the_threshold_needs_the_amount_typed(console):
+    app = console(confirm_above_usdc=Decimal("0.005"))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        request_id = await one_request(pilot, app)
+        broker = app.runtime.broker
+
+        await pilot.press("A")
+        await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
+        await type_into(pilot, "#total", "0.05")
+        await type_into(pilot, "#confirm-amount", "0.02")
+        await pilot.press("enter")
+        assert "0.02 is not the amount" in error_text(app)
+        assert broker.get(request_id).state == State.pending
+
+        await type_into(pilot, "#confirm-amount", "0.01")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
+        assert broker.get(request_id).decision.approved
+        assert len(broker.grants.in_force()) == 1
+
+
+def test_snapshot_approve_for_a_while(snap_compare: Any, console):
+    """The for-a-while dialog: how long, the total, an error from the broker."""
+    app = console()
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await started(pilot)
+        await one_request(pilot, app)
+        await pilot.press("A")
+        await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
+        await type_into(pilot, "#total", "0.005")
+        await pilot.press("enter")
+        await until(pilot, lambda: "below one call's" in error_text(app))
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+# -- always -------------------------------------------------------------------------------------
+
+
+async def test_always_shows_the_diff_then_approves_and_saves_the_rule(console, policy: Path):
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        request_id = await one_request(pilot, app)
+        broker = app.runtime.broker
+
+        await pilot.press("w")
+        await until(pilot, lambda: isinstance(app.screen, AlwaysModal))
+        diff = str(app.screen.query_one(PolicyDiff).query_one("Static").render())
+        assert '+      agents: ["research-bot"]' in diff and "+        max_usdc: 0.20" in diff
+        assert policy.read_text() == POLICY  # nothing written yet
+
+        await type_into(pilot, "#daily", "0.05")
+        await until(
+            pilot,
+            lambda: (
+                "+        max_usdc: 0.05"
+                in str(app.screen.query_one(PolicyDiff).query_one("Static").render())
+            ),
+        )
+        app.screen.query_one("#confirm", Button).press()
+        await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
+
+        assert broker.get(request_id).decision.approved
+        text = policy.read_text()
+        assert text.startswith(POLICY) and f"from request {request_id}" in text
+        (rule,) = load_paths([policy]).rules.auto_approve
+        assert rule.name == "always research-bot ep_websearch_basic"
+        await until(pilot, lambda: "saved to SKILLS.md" in notices(app))
+
+
+async def test_always_with_a_rule_that_would_break_the_policy_decides_nothing(
+    console, policy: Path
+):
+    # A rule of the same name already there: two auto-approve rules of one name are an error.
+    policy.write_text(
+        POLICY + '\n```policy\nauto_approve:\n  - name: "always research-bot ep_websearch_basic"\n'
+        '    when:\n      agents: ["nobody"]\n```\n'
+    )
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        request_id = await one_request(pilot, app)
+        before = policy.read_text()
+
+        await pilot.press("w")
+        await until(pilot, lambda: isinstance(app.screen, AlwaysModal))
+        assert "The policy would be invalid" in screen_text(app)
+        assert app.screen.query_one("#confirm", Button).disabled
+        app.screen.query_one("#daily", Input).focus()
+        await pilot.press("enter")
+        assert "nothing was decided" in error_text(app)
+        await pilot.press("escape")
+        assert isinstance(app.screen, ApprovalsScreen)
+        assert app.runtime.broker.get(request_id).state == State.pending
+        assert policy.read_text() == before
+
+
+def test_snapshot_approve_always(snap_compare: Any, console, policy: Path):
+    """The always dialog: the file, the daily budget, the check and the diff of SKILLS.md."""
+    app = console()
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await started(pilot)
+        await one_request(pilot, app)
+        await pilot.press("w")
+        await until(pilot, lambda: isinstance(app.screen, AlwaysModal))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)

@@ -309,6 +309,7 @@ class ApprovalsScreen(Deciding, Screen[None]):
         departures, self._departures = self._departures, []
         if arrivals:
             self.app.bell()
+            desktop_notice(self.app, _arrivals_text(arrivals))
             self.notify(_arrivals_text(arrivals), markup=False)
         if departures:
             self.notify(_departures_text(departures), severity="warning", markup=False)

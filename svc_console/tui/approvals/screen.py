@@ -41,6 +41,7 @@ from svc_console.tui.approvals.list_status import ListStatus
 from svc_console.tui.approvals.paused import PausedAgents
 from svc_console.tui.bindings import bindings, commands
 from svc_console.tui.colors import Palette, palette
+from svc_console.tui.desktop_notice import desktop_notice
 from svc_console.tui.help import key_display
 from svc_console.tui.messages import RequestChanged
 from svc_console.tui.navigation import register_screen

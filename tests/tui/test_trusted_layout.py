@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 from tui_support import build_console, rows, screen_text, started, until
 
 from svc_console.agent import AsyncAgent
-from svc_console.cli.approvals import _row
+from svc_console.cli.approvals import table
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.approvals.detail import PURPOSE_LINES, RequestDetail
@@ -150,8 +150,8 @@ def test_approvals_list_puts_the_console_first_and_the_agents_words_last():
         "estimate": {"amount_usdc": "1.50", "min_usdc": "1.50", "max_usdc": "1.50"},
         "verdict": {"outcome": "ask"},
     }
-    row = _row(request)
-    assert row.index("1.50 USDC") < row.index("Frameify Labs (verified)") < row.index("from ")
-    assert "video-bot (unverified)" in row
-    assert row.endswith("| agent wrote: cost 0.01 USDC⏎verified")
-    assert "\n" not in row
+    header, row = table([{**request, "created_at": 0.0}], 60.0)
+    assert row.index("1.50") < row.index("Frameify Labs") < row.index("video-bot")
+    assert "video-bot (unverified)" in row and "(not verified)" not in row
+    assert row.endswith("| cost 0.01 USDC⏎verified")
+    assert header.endswith("AGENT WROTE") and "\n" not in row

@@ -5,6 +5,12 @@ They use only the public socket protocol through `svc_console.agent`, exactly as
 would, so this file doubles as the example README shows agent authors. One more speaks MCP
 through `svc-console mcp`, as an agent in an MCP host does. One, `watch-bot`, is stuck in a loop:
 it asks for the same search again and again, so the policy's brakes have something to stop.
+
+Within the first two minutes a newcomer meets each path worth seeing: requests the policy
+approves (within a budget), denies (an e-mail address in a scraped URL) or leaves to the operator;
+a repeated call stopped by the brakes; a 1.50 USDC video clip above the typed-confirmation
+threshold, which meets a wallet too poor to pay it (`DEMO_BALANCE`): the funding checkout, its
+QR code and the single retry; and usage that fills by itself.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +41,9 @@ class Persona:
 
 
 LOOPING_AGENT = "watch-bot"
+# The sandbox wallet holds this much in the demo: enough for the small calls, not for the video
+# clip (1.50 USDC), so approving it opens the funding checkout.
+DEMO_BALANCE = Decimal("1.20")
 PERSONAS = (
     Persona(
         "research-bot",
@@ -72,6 +82,19 @@ PERSONAS = (
         lambda rng: {"symbol": rng.choice(["EURUSD", "USDJPY", "GBPUSD"])},
         ("mark the FX book to market", "hedge check before the close"),
     ),
+    # Above the typed-confirmation threshold (1 USDC), and above what the demo's wallet holds.
+    Persona(
+        "video-bot",
+        "ep_frameify_generate",
+        lambda rng: {
+            "prompt": rng.choice(
+                ["a lighthouse at dawn, slow pan", "a heat pump explained in 10 seconds"]
+            ),
+            "duration_s": rng.choice([5, 10]),
+        },
+        ("the teaser clip for the weekly note",),
+        interval_s=(40.0, 70.0),
+    ),
     # A runaway loop: the very same call, on a steady beat, whatever came back last time.
     Persona(
         LOOPING_AGENT,
@@ -87,18 +110,41 @@ PERSONAS = (
 POLICY = """\
 # SKILLS.md: the demo
 
-Every request waits for the operator, as with no policy at all, with one exception: watch-bot's
-small web searches go through on their own. watch-bot is stuck in a loop, asking for the same
-search every few seconds; after three identical calls in ten minutes, the next one waits for the
-operator, flagged as a repeated call.
+Most requests wait for the operator. Two kinds of small web search go through on their own:
+research-bot's, within a daily budget of its own, and watch-bot's. watch-bot is stuck in a loop,
+asking for the same search every few seconds; after three identical calls in ten minutes, the next
+one waits for the operator, flagged as a repeated call.
 
 ```policy
 auto_approve:
+  - name: research-bot's small searches
+    when:
+      agents: [research-bot]
+      endpoints: [ep_websearch_basic]
+      max_usdc: 0.02
+    budgets:
+      - window: day
+        max_usdc: 0.05
   - name: watch-bot's searches
     when:
       agents: [watch-bot]
       endpoints: [ep_websearch_basic]
       max_usdc: 0.01
+budgets:
+  - name: daily per agent
+    per: agent
+    window: day
+    warn_usdc: 1
+    max_usdc: 3
+```
+
+## What never leaves
+
+No e-mail address goes out in a request: a scraper asking for a page whose address holds one is
+denied, and the verdict says which input held it.
+
+```policy
+never_send: [emails]
 ```
 
 ## Brakes
@@ -118,6 +164,12 @@ circuit_breaker:
   then: pause_agent
 ```
 """
+
+
+def prepare(sandbox: Any) -> None:
+    """The demo's sandbox: a wallet too poor for the video clip (see DEMO_BALANCE)."""
+    if sandbox is not None:
+        sandbox.state.set_balance(DEMO_BALANCE)
 
 
 def write_policy(folder: Path) -> Path:

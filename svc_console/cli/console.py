@@ -106,8 +106,9 @@ def _leave(code: int) -> None:
 
 def run_demo(args: argparse.Namespace) -> int:
     async def start_agents(runtime: Any) -> None:
-        from svc_console.demo import run_agents
+        from svc_console.demo import prepare, run_agents
 
+        prepare(runtime.sandbox)
         await run_agents(runtime.paths.socket)
 
     return run_tui(args, after_start=start_agents)

@@ -110,3 +110,57 @@ def _succeeded(runtime):
     """The looping agent's calls that ended well, oldest first."""
     done = runtime.ledger.in_states([State.succeeded], limit=10)
     return sorted((r for r in done if r.agent == LOOPING_AGENT), key=lambda r: r.created_at)
+
+
+async def test_the_demo_reaches_its_paths_the_policy_a_confirmation_and_an_unfunded_wallet(
+    paths, make_runtime
+):
+    """What a newcomer meets: research-bot's search approved by its rule; scraper-7's page with
+    an e-mail address in its URL denied by `never_send`; the video clip above the confirmation
+    threshold and above what the demo's wallet holds: approved with the typed amount, it waits
+    for funds."""
+    from decimal import Decimal
+
+    from svc_console.agent import AsyncAgent
+    from svc_console.demo import prepare
+
+    runtime = make_runtime()
+    runtime.policy_files = [write_policy(paths.home)]
+    await runtime.start()
+    try:
+        prepare(runtime.sandbox)
+
+        async def submitted(persona_name: str, inputs: dict) -> object:
+            persona = next(p for p in PERSONAS if p.name == persona_name)
+            async with AsyncAgent(persona.name, runtime.paths.socket) as agent:
+                ticket = await agent.submit(
+                    endpoint_id=persona.endpoint_id,
+                    inputs=inputs,
+                    purpose=persona.purposes[0],
+                    max_usdc=persona.max_usdc,
+                )
+            moving = (State.received, State.inspecting, State.auto_approved, State.executing)
+            return await eventually(
+                lambda: (r := runtime.broker.get(ticket["request_id"])).state not in moving and r,
+                timeout=20,
+            )
+
+        search = await submitted("research-bot", {"query": "heat pump adoption by country"})
+        assert search.state == State.succeeded
+        assert search.decision.by.startswith("policy: auto_approve \"research-bot's small")
+        email = "https://example.org/team?contact=jane.doe@example.org"
+        scrape = await submitted("scraper-7", {"url": email})
+        assert scrape.state == State.denied and "holds emails" in scrape.reason
+        clip = await submitted("video-bot", {"prompt": "a lighthouse at dawn, slow pan"})
+        assert clip.state == State.pending
+        assert runtime.broker.confirmation_needed(clip) == Decimal("1.5")
+        await runtime.broker.approve(
+            ApproveParams(request_id=clip.id, confirm_amount=Decimal("1.5"))
+        )
+        waiting = await eventually(
+            lambda: (r := runtime.broker.get(clip.id)).state == State.awaiting_funds and r,
+            timeout=20,
+        )
+        assert waiting.funding_url or waiting.reason
+    finally:
+        await runtime.stop()

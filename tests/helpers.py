@@ -18,7 +18,7 @@ class FakeClock:
         self.now += seconds
 
 
-async def eventually(predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
+async def eventually(predicate: Callable[[], Any], timeout: float = 15.0) -> Any:
     """Poll until `predicate()` is truthy: the broker works in background tasks."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

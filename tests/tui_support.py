@@ -61,14 +61,17 @@ def record_notifications(app: ConsoleApp) -> list[str]:
     return seen
 
 
-async def until(pilot: Pilot[Any], predicate: Callable[[], Any], timeout: float = 10.0) -> None:
+async def until(pilot: Pilot[Any], predicate: Callable[[], Any], timeout: float = 30.0) -> None:
     """Poll while the app keeps running: the broker works in background tasks and `pause()`
-    alone never waits for them."""
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
+    alone never waits for them. The deadline is a safety net for a loaded machine, not a
+    measure: the condition is an event, awaited."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
         await pilot.pause(0.05)
-    raise AssertionError("condition not reached in time")
 
 
 def queue(app: ConsoleApp) -> RequestQueue:

@@ -252,8 +252,10 @@ async def test_a_hostile_agent_name_is_shown_inert(console: Callable[..., Consol
         await started(pilot)
         pause(app, HOSTILE)
         await until(pilot, lambda: shown_paused(app) == [HOSTILE])
+        # The strip's state is set before the screen is drawn again: wait for the drawing.
+        line = "⏸ paused: <ESC>[31mRED<BEL> [@click=app.quit]x[/] … ["
+        await until(pilot, lambda: line in screen_text(app))
         text = screen_text(app)
-        assert "⏸ paused: <ESC>[31mRED<BEL> [@click=app.quit]x[/] … [" in text
         assert "\x1b" not in text and "\u202e" not in text
         await pilot.click("#paused")
         await pilot.press("R")

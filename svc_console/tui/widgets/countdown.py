@@ -49,6 +49,8 @@ class Countdown(Static):
         self.expires_at = expires_at
         self.clock = clock
         self._announced = False
+        # What the line says now, as plain text.
+        self.text = ""
         self.display = expires_at is not None
 
     @property
@@ -70,7 +72,7 @@ class Countdown(Static):
         if left is None:
             return
         if left <= 0:
-            self.update(Text("Expired: this request can no longer be decided."))
+            self._say("Expired: this request can no longer be decided.")
             self.set_class(True, "-over")
             self.set_class(False, "-soon")
             if not self._announced:
@@ -78,5 +80,10 @@ class Countdown(Static):
                 self.post_message(self.Expired())
             return
         # Rounded up: "0s" would read as expired while the broker still takes a decision.
-        self.update(Text(f"Expires in {present.duration(math.ceil(left))}"))
+        self._say(f"Expires in {present.duration(math.ceil(left))}")
         self.set_class(left < SOON_S, "-soon")
+
+    def _say(self, text: str) -> None:
+        if text != self.text:
+            self.text = text
+            self.update(Text(text))

@@ -11,6 +11,9 @@ approves (within a budget), denies (an e-mail address in a scraped URL) or leave
 a repeated call stopped by the brakes; a 1.50 USDC video clip above the typed-confirmation
 threshold, which meets a wallet too poor to pay it (`DEMO_BALANCE`): the funding checkout, its
 QR code and the single retry; and usage that fills by itself.
+
+`TRAFFIC` holds them all while the operator reads (the approvals screen's pause key in the demo):
+each waits there before its next submission, and none is lost or hurried after.
 """
 
 from __future__ import annotations
@@ -28,6 +31,50 @@ from svc_console.agent import AgentError, AsyncAgent
 from svc_console.core.private_files import ensure_private_dir
 
 log = logging.getLogger(__name__)
+
+
+class Traffic:
+    """Whether the simulated agents may submit now. Waiters are futures of the running loop,
+    made per wait, so one `Traffic` serves whichever loop runs the agents."""
+
+    def __init__(self) -> None:
+        self.paused = False
+        self._waiters: set[asyncio.Future[None]] = set()
+
+    @property
+    def held(self) -> int:
+        """How many agents wait at the gate now."""
+        return len(self._waiters)
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+        for waiter in list(self._waiters):
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def toggle(self) -> bool:
+        """Pause when running, resume when paused; True when now paused."""
+        if self.paused:
+            self.resume()
+        else:
+            self.pause()
+        return self.paused
+
+    async def go(self) -> None:
+        """Return at once while running, else when resumed."""
+        while self.paused:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.add(waiter)
+            try:
+                await waiter
+            finally:
+                self._waiters.discard(waiter)
+
+
+TRAFFIC = Traffic()
 
 
 @dataclass(frozen=True)
@@ -187,6 +234,7 @@ async def run_persona(
     interval_s: tuple[float, float] | None = None,
     max_open: int = 4,
     seed: int | None = None,
+    traffic: Traffic = TRAFFIC,
 ) -> None:
     """Submit a request now and then (every `interval_s`, by default the persona's); wait for
     each outcome in the background, as agents do."""
@@ -201,6 +249,7 @@ async def run_persona(
 
         await asyncio.sleep(rng.uniform(0.5, 2.0))
         while True:
+            await traffic.go()
             if len(open_requests) < max_open:
                 try:
                     ticket = await agent.submit(
@@ -222,7 +271,10 @@ MCP_AGENT = "mcp-analyst"
 
 
 async def run_mcp_agent(
-    socket_path: Path, *, interval_s: tuple[float, float] = (8.0, 15.0)
+    socket_path: Path,
+    *,
+    interval_s: tuple[float, float] = (8.0, 15.0),
+    traffic: Traffic = TRAFFIC,
 ) -> None:
     """An agent of an MCP host: it launches the bridge, looks the market up with a free tool,
     then calls a paid API now and then; each call waits for the operator."""
@@ -250,6 +302,7 @@ async def run_mcp_agent(
             )
             while True:
                 await asyncio.sleep(rng.uniform(*interval_s))
+                await traffic.go()
                 result = await mcp.call_tool(
                     "call_market_api",
                     {
@@ -261,7 +314,8 @@ async def run_mcp_agent(
                 log.info("%s: call ended, error=%s", MCP_AGENT, result.is_error)
 
 
-async def run_agents(socket_path: Path) -> None:
+async def run_agents(socket_path: Path, traffic: Traffic = TRAFFIC) -> None:
     await asyncio.gather(
-        *(run_persona(p, socket_path) for p in PERSONAS), run_mcp_agent(socket_path)
+        *(run_persona(p, socket_path, traffic=traffic) for p in PERSONAS),
+        run_mcp_agent(socket_path, traffic=traffic),
     )

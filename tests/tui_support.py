@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from textual.pilot import Pilot
+from textual.widgets._toast import Toast
 
 from svc_console.config.paths import Paths
 from svc_console.core.models import Estimate, RiskFlag, Severity, SpendRequest, Verdict
@@ -26,25 +27,37 @@ PINNED_SANDBOX = "http://127.0.0.1:8402"
 SEED_AGENTS = ("kilo", "alpha", "mike", "bravo", "zulu", "echo", "delta")
 
 
-def screen_text(app: ConsoleApp) -> str:
-    """What the terminal shows, as plain text (from the SVG screenshot, by column)."""
+def screen_rows(app: ConsoleApp) -> dict[int, str]:
+    """What the terminal shows, as plain text by row number (from the SVG screenshot, by
+    column); rows with nothing on them are left out."""
     svg = app.export_screenshot()
     lines: dict[int, dict[int, str]] = {}
     spans = r'<text [^>]*x="([\d.]+)"[^>]*clip-path="url\(#[\w-]+-line-(\d+)\)"[^>]*>(.*?)</text>'
     for x, line, text in re.findall(spans, svg):
         lines.setdefault(int(line), {})[round(float(x) / 12.2)] = html.unescape(text)
-    rows = []
+    rows = {}
     for number in sorted(lines):
         row = ""
         for column, text in sorted(lines[number].items()):
             row = row.ljust(column) + text.replace("\xa0", " ")
-        rows.append(row.rstrip())
-    return "\n".join(rows)
+        rows[number] = row.rstrip()
+    return rows
+
+
+def screen_text(app: ConsoleApp) -> str:
+    """What the terminal shows, as plain text."""
+    return "\n".join(screen_rows(app).values())
 
 
 def notices(app: ConsoleApp) -> str:
-    """The notifications on screen as one line of text: wrapped lines joined again."""
-    lines = [line.split("▌", 1)[1].strip() for line in screen_text(app).splitlines() if "▌" in line]
+    """The notifications on screen as one line of text: wrapped lines joined again. Each is read
+    within its toast's region, so what shows beside a toast is not taken for its text."""
+    rows = screen_rows(app)
+    lines = []
+    for toast in app.screen.query(Toast):
+        region = toast.region
+        for y in range(region.y, region.bottom):
+            lines.append(rows.get(y, "")[region.x : region.right].lstrip("▌").strip())
     return " ".join(line for line in lines if line)
 
 
@@ -72,6 +85,20 @@ async def until(pilot: Pilot[Any], predicate: Callable[[], Any], timeout: float 
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
         await pilot.pause(0.05)
+
+
+def announcements_made(app: ConsoleApp) -> bool:
+    """No arrival or departure is still being gathered into a notification."""
+    stacks = app._screen_stacks.values()
+    screens = [s for stack in stacks for s in stack if isinstance(s, ApprovalsScreen)]
+    return all(screen.announcer.quiet for screen in screens)
+
+
+async def clear_notices(pilot: Pilot[Any]) -> None:
+    """Clear the notifications once every announcement gathered so far is made, so none comes
+    after (a screenshot must not catch one late)."""
+    await until(pilot, lambda: announcements_made(pilot.app))
+    pilot.app.clear_notifications()
 
 
 def queue(app: ConsoleApp) -> RequestQueue:

@@ -2,10 +2,12 @@
 per registered screen (approvals is home), and stops the runtime on the way out.
 
 The shell owns what is the same on every screen: navigation keys, the command palette, F1 help,
-the themes and the operator's keymap. The real work lives in the screens and in the broker they
-call. The app never lets Python logging reach the terminal (it would scribble over the screen) and
-never exits with a traceback: a runtime that cannot start becomes one clear message and a non-zero
-return code.
+the themes, the operator's keymap, the header's status (how many requests wait: the approvals
+screen keeps it in the app's sub-title) and the rule that no notification is drawn over a dialog:
+while one is open they are held, and shown once it closes. The real work lives in the screens and
+in the broker they call. The app never lets Python logging reach the terminal (it would scribble
+over the screen) and never exits with a traceback: a runtime that cannot start becomes one clear
+message and a non-zero return code.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from pathlib import Path
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.content import Content
+from textual.notifications import Notifications, SeverityLevel
+from textual.screen import ModalScreen
 from textual.widgets import Static
+from textual.widgets._toast import ToastRack
 from textual.worker import Worker, WorkerState
 
 from svc_console.core.sanitize import inert, inert_line
@@ -80,6 +86,8 @@ class ConsoleApp(App[None]):
         self.cursor_blink = cursor_blink
         self._started = False
         self._starting: asyncio.Task[None] | None = None
+        # Notifications asked for while a dialog was open, shown once it closes.
+        self._held: list[tuple[str, str, SeverityLevel, float | None, bool]] = []
         home = runtime.paths.home
         self._screen_problems = navigation.discover()
         self._bind_screen_keys()
@@ -131,6 +139,54 @@ class ConsoleApp(App[None]):
             timeout=10,
             markup=False,
         )
+
+    # -- the header and the notifications ------------------------------------------------------
+
+    def format_title(self, title: str, sub_title: str) -> Content:
+        """Every screen's header: the title, the screen's name, then the console's status (the
+        app's sub-title, "3 pending"), which each header watches and so redraws as it changes."""
+        status = self.sub_title
+        content = super().format_title(title, sub_title)
+        if not status or status == sub_title:  # a screen without a name of its own
+            return content
+        return Content.assemble(content, (" · ", "dim"), (status, "bold"))
+
+    def _dialog_open(self) -> bool:
+        return bool(self.screen_stack) and isinstance(self.screen, ModalScreen)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """As Textual's, but held while a dialog is open: a toast drawn over a dialog hides its
+        buttons (at 80x24 one covered the quit dialog's), and the operator is busy there."""
+        if self._dialog_open():
+            held = (message, title, severity, timeout, markup)
+            if held not in self._held:  # the same notice twice is said once
+                self._held.append(held)
+            return
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def _refresh_notifications(self) -> None:
+        # Textual draws the toasts on whichever screen is on top, a dialog included, and redraws
+        # them whenever a screen is pushed or popped: this is the one place to keep them off.
+        if not self._dialog_open():
+            held, self._held = self._held, []
+            for message, title, severity, timeout, markup in held:
+                super().notify(
+                    message, title=title, severity=severity, timeout=timeout, markup=markup
+                )
+            super()._refresh_notifications()
+            return
+        for screen in self.screen_stack:
+            # The toasts already up on the screens below would show through the dialog's veil.
+            for rack in screen.query_children(ToastRack):
+                self.call_later(rack.show, Notifications())
 
     # -- lifecycle ------------------------------------------------------------------------------
 

@@ -174,6 +174,14 @@ REGISTRY: dict[str, tuple[Command, ...]] = {
             show=False,
         ),
         Command(
+            "approvals.pause_demo",
+            "P",
+            "pause_demo_agents",
+            "Pause demo agents",
+            "Demo only: hold the simulated agents' submissions, or let them go on",
+            show=False,
+        ),
+        Command(
             "approvals.resume",
             "R",
             "resume_agent",

@@ -2,11 +2,14 @@
 that must accompany a denial.
 
 Each validates in place (an inline error, the dialog stays open) and only dismisses with a value the
-broker will accept; escape dismisses with None and nothing is decided.
+broker will accept; escape dismisses with None and nothing is decided. Each counts down the time the
+request has left, and refuses once it is over: the broker would refuse a decision on an expired
+request anyway, and the operator should not type an amount to learn it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import TypeVar
 
@@ -22,6 +25,7 @@ from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.core.sanitize import inert_line
 from svc_console.tui.bindings import bindings
+from svc_console.tui.widgets.countdown import Countdown
 from svc_console.tui.widgets.queue import endpoint_name
 
 ResultType = TypeVar("ResultType")
@@ -51,6 +55,24 @@ def request_summary(request: SpendRequest) -> Text:
     return summary
 
 
+def expiry_countdown(request: SpendRequest, clock: Callable[[], float] | None) -> Countdown:
+    """The countdown of a dialog deciding `request`; hidden without a clock to read."""
+    expires_at = request.expires_at if clock is not None else None
+    return Countdown(expires_at, clock or (lambda: 0.0))
+
+
+def refuse_expired(dialog: ModalScreen[object]) -> None:
+    """The request's time is up: nothing in the dialog can decide it any more; escape or Cancel
+    closes it."""
+    error = dialog.query_one("#dialog-error", Static)
+    error.update(Text("The request expired; nothing was decided. Press escape to close."))
+    error.add_class("-shown")
+    for field in dialog.query(Input):
+        field.disabled = True
+    dialog.query_one("#confirm", Button).disabled = True
+    dialog.query_one("#cancel", Button).focus()
+
+
 class _DecisionModal(ModalScreen[ResultType]):
     """The frame both dialogs share: a title, what is being decided, one input, an error line."""
 
@@ -59,9 +81,11 @@ class _DecisionModal(ModalScreen[ResultType]):
     CONFIRM_LABEL = "OK"
     CONFIRM_VARIANT = "primary"
 
-    def __init__(self, request: SpendRequest) -> None:
+    def __init__(self, request: SpendRequest, *, clock: Callable[[], float] | None = None) -> None:
         super().__init__()
         self.request = request
+        # The console's clock, for the countdown; without one no countdown is shown.
+        self.clock = clock
 
     def make_input(self) -> Input:
         raise NotImplementedError
@@ -73,6 +97,7 @@ class _DecisionModal(ModalScreen[ResultType]):
         with Vertical(id="dialog"):
             yield Label(self.TITLE_TEXT, id="dialog-title")
             yield Static(request_summary(self.request), markup=False)
+            yield expiry_countdown(self.request, self.clock)
             yield Static(self.explain(), markup=False, classes="dialog-explain")
             yield self.make_input()
             yield Static("", id="dialog-error", markup=False)
@@ -95,14 +120,21 @@ class _DecisionModal(ModalScreen[ResultType]):
     def submit(self, value: str) -> None:
         raise NotImplementedError
 
+    @on(Countdown.Expired)
+    def _expired(self, event: Countdown.Expired) -> None:
+        event.stop()
+        refuse_expired(self)
+
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.submit(event.value)
+        if not self.query_one(Countdown).over:
+            self.submit(event.value)
 
     @on(Button.Pressed, "#confirm")
     def _confirm(self) -> None:
-        self.submit(self.query_one(Input).value)
+        if not self.query_one(Countdown).over:
+            self.submit(self.query_one(Input).value)
 
     @on(Button.Pressed, "#cancel")
     def _cancel(self) -> None:
@@ -119,8 +151,10 @@ class ConfirmAmountModal(_DecisionModal[Decimal | None]):
     CONFIRM_LABEL = "Approve"
     CONFIRM_VARIANT = "success"
 
-    def __init__(self, request: SpendRequest, amount: Decimal) -> None:
-        super().__init__(request)
+    def __init__(
+        self, request: SpendRequest, amount: Decimal, *, clock: Callable[[], float] | None = None
+    ) -> None:
+        super().__init__(request, clock=clock)
         self.amount = amount
 
     def explain(self) -> Text:

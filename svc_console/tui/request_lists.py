@@ -35,8 +35,9 @@ TIME_LEFT = SortOption("expires", "expires", False, "least time left first", "mo
 AGENT = SortOption("agent", "agent", False, "agent A to Z", "agent Z to A")
 DECIDED = SortOption("decided", "updated", True, "oldest decision first", "latest decision first")
 # The history opens newest first by creation, which an index serves however long it is; sorting
-# by decision time reads every decided request.
-NEWEST = SortOption("age", "created", True, "oldest first", "newest first")
+# by decision time reads every decided request. Its labels name the request: the history's time
+# column is the decision's, and a request decided long after it came reads out of that order.
+NEWEST = SortOption("age", "created", True, "oldest request first", "newest request first")
 
 
 @dataclass(frozen=True)

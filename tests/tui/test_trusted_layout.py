@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from helpers import FakeClock
 from textual.pilot import Pilot
-from tui_support import build_console, rows, screen_text, started, until
+from tui_support import build_console, clear_notices, rows, screen_text, started, until
 
 from svc_console.agent import AsyncAgent
 from svc_console.cli.approvals import table
@@ -134,7 +134,7 @@ def test_snapshot_an_imitation_purpose(
     async def run_before(pilot: Pilot[Any]) -> None:
         await started(pilot)
         await submit(pilot, app, IMITATION)
-        app.clear_notifications()
+        await clear_notices(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from helpers import FakeClock
 from textual.pilot import Pilot
-from tui_support import build_console, rows, started, until
+from tui_support import build_console, clear_notices, rows, started, until
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams
@@ -81,6 +81,8 @@ async def test_the_detail_shows_the_budgets_a_request_draws_on(console, paths: P
         await until(pilot, lambda: app.runtime.broker.get(first).state == State.succeeded)
         await pending(pilot, app, "research-bot", "wind")
         await rows(pilot, 1)
+        # The selected request left (approved elsewhere): the operator chooses the new one.
+        await pilot.press("k")
         detail = app.screen.query_one(RequestDetail)
         await until(pilot, lambda: "Budgets: now → after approving" in detail.text)
         text = " ".join(detail.text.split())
@@ -103,8 +105,9 @@ def test_snapshot_detail_with_budgets(snap_compare: Any, console, paths: Paths):
         await until(pilot, lambda: broker.get(request_id).state == State.succeeded)
         await pending(pilot, app, "research-bot", "tides")
         await rows(pilot, 1)
+        await pilot.press("k")  # the approved request left: the operator chooses the new one
         detail = app.screen.query_one(RequestDetail)
         await until(pilot, lambda: "past its warn" in " ".join(detail.text.split()))
-        app.clear_notifications()
+        await clear_notices(pilot)
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from helpers import FakeClock
 from textual.pilot import Pilot
-from tui_support import build_console, notices, screen_text, started, until
+from tui_support import build_console, clear_notices, notices, screen_text, started, until
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams, DenyParams
@@ -115,7 +115,7 @@ def test_snapshot_grants(snap_compare: Any, console):
     async def run_before(pilot: Pilot[Any]) -> None:
         await started(pilot)
         await two_grants(pilot, app)
-        app.clear_notifications()
+        await clear_notices(pilot)
         await open_grants(pilot, 2)
 
     assert snap_compare(app, terminal_size=(120, 30), run_before=run_before)

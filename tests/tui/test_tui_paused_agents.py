@@ -15,6 +15,7 @@ from helpers import FakeClock, operator
 from textual.pilot import Pilot
 from tui_support import (
     build_console,
+    clear_notices,
     notices,
     record_notifications,
     rows,
@@ -132,7 +133,7 @@ def test_snapshot_a_paused_agent(
         await trip_the_breaker(pilot, app, "flaky-bot")
         await submit_search(pilot, app, "flaky-bot", "solar")
         await rows(pilot, 1)
-        app.clear_notifications()
+        await clear_notices(pilot)
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
 

@@ -14,7 +14,16 @@ from typing import Any
 import pytest
 from helpers import FakeClock
 from textual.pilot import Pilot
-from tui_support import build_console, notices, screen_text, seed_pending, started, type_text, until
+from tui_support import (
+    build_console,
+    clear_notices,
+    notices,
+    screen_text,
+    seed_pending,
+    started,
+    type_text,
+    until,
+)
 
 from svc_console.broker.params import SubmitParams
 from svc_console.config.paths import Paths
@@ -230,7 +239,8 @@ async def test_edit_into_an_error_see_it_at_its_line_fix_save_and_the_broker_fol
         before = await broker.submit(SubmitParams(agent="research-bot", **SEARCH))
         await until(pilot, lambda: broker.get(before.id).state == State.pending)
         assert broker.get(before.id).verdict.outcome == "ask"
-        app.clear_notifications()  # "New request from ..." would cover the error list
+        await until(pilot, lambda: "New request from" in notices(app))
+        await clear_notices(pilot)  # "New request from ..." would cover the error list
 
         # An invalid draft: the error at its line, in the gutter and in the list.
         await edit_line(pilot, CAP_LINE, 4, "two")

@@ -14,7 +14,16 @@ import pytest
 from helpers import FakeClock
 from textual.pilot import Pilot
 from textual.widgets import Button, Input, RadioSet
-from tui_support import build_console, notices, rows, screen_text, started, type_text, until
+from tui_support import (
+    build_console,
+    clear_notices,
+    notices,
+    rows,
+    screen_text,
+    started,
+    type_text,
+    until,
+)
 
 from svc_console.agent import AsyncAgent
 from svc_console.config.paths import Paths
@@ -60,7 +69,7 @@ async def one_request(pilot: Pilot[Any], app: ConsoleApp) -> str:
         request_id = (await agent.submit(**SEARCH))["request_id"]
     await rows(pilot, 1)
     await until(pilot, lambda: "New request from research-bot" in notices(app))
-    app.clear_notifications()
+    await clear_notices(pilot)
     return request_id
 
 

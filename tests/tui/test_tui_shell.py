@@ -18,7 +18,16 @@ from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
-from tui_support import build_console, notices, rows, screen_text, started, type_text, until
+from tui_support import (
+    build_console,
+    clear_notices,
+    notices,
+    rows,
+    screen_text,
+    started,
+    type_text,
+    until,
+)
 
 from svc_console.agent import AsyncAgent
 from svc_console.core.states import State
@@ -284,7 +293,7 @@ async def test_a_broken_settings_file_is_not_overwritten_by_a_chosen_theme(
     app = console()
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await started(pilot)
-        app.clear_notifications()
+        await clear_notices(pilot)
         await run_from_palette(pilot, "theme console-high", "Theme: console-high-contrast")
         assert app.theme == "console-high-contrast"
         await until(pilot, lambda: "Theme not saved" in screen_text(app))
@@ -401,7 +410,7 @@ async def test_bad_keymap_entries_are_named_once_and_the_rest_applies(
         assert "unknown key 'banana'" in text
         assert "must be a string" in text
         assert text.count("Settings not applied") == 1
-        app.clear_notifications()
+        await clear_notices(pilot)
         await until(pilot, lambda: "H History" in screen_text(app) and "d Deny" in screen_text(app))
 
 
@@ -516,7 +525,7 @@ def test_snapshot_high_contrast_narrow(snap_compare: Any, console: Callable[...,
     async def run_before(pilot: Pilot[Any]) -> None:
         await started(pilot)
         await submit(app, pilot)
-        app.clear_notifications()
+        await clear_notices(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
 
@@ -528,7 +537,7 @@ def test_snapshot_light(snap_compare: Any, console: Callable[..., ConsoleApp]):
     async def run_before(pilot: Pilot[Any]) -> None:
         await started(pilot)
         await submit(app, pilot)
-        app.clear_notifications()
+        await clear_notices(pilot)
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
 

@@ -19,7 +19,7 @@ import pytest
 from helpers import FakeClock
 from textual.pilot import Pilot
 from textual.widgets import Input, RadioSet, Select
-from tui_support import build_console, notices, screen_text, until, usage_settled
+from tui_support import build_console, clear_notices, notices, screen_text, until, usage_settled
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams
@@ -386,7 +386,7 @@ async def test_sync_fetches_the_services_charges_and_reconciles_them(
         assert from_atomic(row.amount) == Decimal(done["outcome"]["charged_usdc"])
 
         # Syncing again finds nothing new.
-        app.clear_notifications()
+        await clear_notices(pilot)
         await pilot.press("s")
         await until(pilot, lambda: "0 new, 0 updated, 1 unchanged" in notices(app))
         assert screen.table.total == 1

@@ -21,6 +21,7 @@ from textual.pilot import Pilot
 from tui_support import (
     PINNED_SANDBOX,
     build_console,
+    clear_notices,
     record_notifications,
     screen_text,
     started,
@@ -165,7 +166,7 @@ def test_snapshot_two_requests_waiting(
         await awaiting_funds(pilot, sandbox)
         await awaiting_funds(pilot, sandbox, agent="pricing-bot")
         await open_wallet(pilot)
-        app.clear_notifications()
+        await clear_notices(pilot)
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
 
@@ -182,7 +183,7 @@ def test_snapshot_checkout_with_qr(
         await open_wallet(pilot)
         await pilot.press("f")
         await checkout_started(pilot)
-        app.clear_notifications()
+        await clear_notices(pilot)
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
 
@@ -199,7 +200,7 @@ def test_snapshot_checkout_narrow(
         await open_wallet(pilot)
         await pilot.press("f")
         await checkout_started(pilot)
-        app.clear_notifications()
+        await clear_notices(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
 
@@ -220,7 +221,7 @@ def test_snapshot_funded_and_retried(
         await until(pilot, lambda: broker.get(request_id).state == State.succeeded)
         await until(pilot, lambda: screen(app).flow.stage == Stage.done)
         await until(pilot, lambda: "0.99 USDC" in screen_text(app))
-        app.clear_notifications()
+        await clear_notices(pilot)
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
 
@@ -237,7 +238,7 @@ def test_snapshot_service_error_narrow(
         sandbox.state.faults.add("error", routes=["/api/agent/wallets"], status=503)
         await pilot.press("5")
         await until(pilot, lambda: "could not be read" in screen_text(app))
-        app.clear_notifications()
+        await clear_notices(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
 

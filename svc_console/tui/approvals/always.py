@@ -52,8 +52,9 @@ class AlwaysModal(DecidingDialog):
         *,
         confirm: Decimal | None,
         now: float,
+        clock: Callable[[], float] | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(expiring=request, clock=clock)
         self.request, self.files, self.home = request, files, home
         self._decide, self.confirm, self.now = decide, confirm, now
         self.path = files[0]

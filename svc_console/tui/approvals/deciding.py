@@ -54,17 +54,42 @@ class Deciding:
 
     # -- this request only ----------------------------------------------------------------------
 
-    def _selected_or_say_so(self) -> SpendRequest | None:
+    def _selected_or_say_so(self, verb: str) -> SpendRequest | None:
+        """The request under the cursor, read again from the ledger: a row on screen may be a
+        moment older than the request (expired, or decided elsewhere, since the page was read).
+        A selection that left the list decides nothing: the operator chooses again."""
+        gone = self.queue.gone_id
+        if gone is not None:
+            self.notify(
+                f"{gone} is no longer selected, as it left the list; nothing was decided. Move"
+                " the cursor to choose another request.",
+                title=f"Could not {verb}",
+                severity="warning",
+                markup=False,
+            )
+            return None
         request = self.queue.selected
         if request is None:
             self.notify("No request is selected.", severity="warning")
-        return request
+            return None
+        fresh = self.broker.get(request.id)
+        if fresh.state != State.pending:
+            # The broker's own words for the same refusal, had the decision reached it.
+            self.notify(
+                f"request {request.id} is {fresh.state}, not pending; nothing was decided.",
+                title=f"Could not {verb}",
+                severity="error",
+                markup=False,
+            )
+            self._decided()
+            return None
+        return fresh
 
     async def action_approve(self) -> None:
         if len(self.marks):
             self._decide_marked(approve=True)
             return
-        request = self._selected_or_say_so()
+        request = self._selected_or_say_so("approve")
         if request is None:
             return
         amount = self.broker.confirmation_needed(request)
@@ -76,13 +101,14 @@ class Deciding:
             if typed is not None:
                 await self._approve(request, typed)
 
-        self.app.push_screen(ConfirmAmountModal(request, amount), confirmed)
+        modal = ConfirmAmountModal(request, amount, clock=self.broker.clock)
+        self.app.push_screen(modal, confirmed)
 
     def action_deny(self) -> None:
         if len(self.marks):
             self._decide_marked(approve=False)
             return
-        request = self._selected_or_say_so()
+        request = self._selected_or_say_so("deny")
         if request is None:
             return
 
@@ -90,7 +116,7 @@ class Deciding:
             if reason is not None:
                 await self._deny(request, reason)
 
-        self.app.push_screen(DenyReasonModal(request), reasoned)
+        self.app.push_screen(DenyReasonModal(request, clock=self.broker.clock), reasoned)
 
     async def _approve(self, request: SpendRequest, amount: Decimal | None) -> None:
         async def decide() -> SpendRequest:
@@ -99,6 +125,7 @@ class Deciding:
 
         # Noted before the call: the broker may report the outcome before approve() returns.
         self._approved_here.add(request.id)
+        self.queue.let_go([request.id])
         if await self._decide("approve", decide):
             self.notify(
                 f"Approved {request.id}: {endpoint_name(request, 40)} for"
@@ -112,6 +139,7 @@ class Deciding:
         async def decide() -> SpendRequest:
             return await self.broker.deny(DenyParams(request_id=request.id, reason=reason))
 
+        self.queue.let_go([request.id])
         if await self._decide("deny", decide):
             self.notify(f"Denied {request.id}", markup=False)
 
@@ -149,13 +177,14 @@ class Deciding:
         self._for_a_while(approve=False)
 
     def _for_a_while(self, *, approve: bool) -> None:
-        request = self._selected_or_say_so()
+        request = self._selected_or_say_so("approve" if approve else "deny")
         if request is None:
             return
         confirm = self.broker.confirmation_needed(request) if approve else None
         said: list[str] = []
 
         async def decide(choice: ForAWhile) -> None:
+            self.queue.let_go([request.id])
             if approve:
                 params = ApproveParams(
                     request_id=request.id,
@@ -190,13 +219,15 @@ class Deciding:
             if decided and said:
                 self.notify(said[0], markup=False)
 
-        modal = ForAWhileModal(request, decide, approve=approve, confirm=confirm)
+        modal = ForAWhileModal(
+            request, decide, approve=approve, confirm=confirm, clock=self.broker.clock
+        )
         self.app.push_screen(modal, closed)
 
     # -- always ---------------------------------------------------------------------------------
 
     def action_approve_always(self) -> None:
-        request = self._selected_or_say_so()
+        request = self._selected_or_say_so("approve")
         if request is None:
             return
         live = self.runtime.policy
@@ -210,6 +241,7 @@ class Deciding:
         files = [Path(path) for path in live.paths]
 
         async def decide(proposal: Proposal, confirm: Decimal | None) -> None:
+            self.queue.let_go([request.id])
             params = ApproveParams(
                 request_id=request.id,
                 confirm_amount=confirm,
@@ -230,6 +262,7 @@ class Deciding:
             decide,
             confirm=self.broker.confirmation_needed(request),
             now=self.broker.clock(),
+            clock=self.broker.clock,
         )
         self.app.push_screen(modal, lambda _decided: self._decided())
 
@@ -258,7 +291,7 @@ class Deciding:
     # -- several at once ------------------------------------------------------------------------
 
     def action_toggle_mark(self) -> None:
-        request = self._selected_or_say_so()
+        request = self._selected_or_say_so("mark")
         if request is None:
             return
         self.marks.toggle(request)
@@ -297,6 +330,7 @@ class Deciding:
 
         async def decide(confirm: Decimal | None, reason: str | None) -> None:
             ids = [request.id for request in requests]
+            self.queue.let_go(ids)
             if approve:
                 outcome = await self.broker.approve_many(ids, confirm_total=confirm)
             else:

@@ -25,6 +25,7 @@ from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert, inert_line
 from svc_console.core.secrets_scan import mask
+from svc_console.core.states import State
 from svc_console.core.taxonomy import PRODUCT_CLASSES, domain_label
 from svc_console.policy.budget_view import BudgetLine
 from svc_console.tui import present
@@ -354,6 +355,20 @@ def _provider(out: Sections, request: SpendRequest) -> None:
         field("about", inert_line(endpoint.description, 160))
 
 
+def gone_notice(request_id: str, request: SpendRequest | None, colours: Palette) -> Text:
+    """Why the request in the detail is not selected any more, and what to do about it."""
+    if request is None:
+        how = "is gone"
+    elif request.state == State.pending:
+        how = "moved to another page as requests around it came and went"
+    else:
+        how = f"is no longer waiting: {present.outcome_label(request.state)}"
+    return Text.assemble(
+        (f"{request_id} {how}.", f"bold {colours.warn}"),
+        ("\nNothing is selected; nothing can be approved here. Move the cursor to choose.", ""),
+    )
+
+
 class RequestDetail(ScrollView):
     """Scrollable detail of the selected request (or a hint when nothing is selected).
 
@@ -380,7 +395,10 @@ class RequestDetail(ScrollView):
         confirm: Decimal | None,
         now: float | None = None,
         budgets: Sequence[BudgetLine] = (),
+        *,
+        notice: Text | None = None,
     ) -> None:
+        """`notice`: a line of the console's above the detail (the request left the list)."""
         new_id = request.id if request else None
         if new_id != self.shown_id:
             self.expanded = False
@@ -390,6 +408,8 @@ class RequestDetail(ScrollView):
             self._content = render(
                 request, colours, confirm, now, expanded=self.expanded, budgets=budgets
             )
+        if notice is not None:
+            self._content = Group(notice, Text(""), self._content)
         # Another request starts at its top, not where the previous one was scrolled to.
         self._draw(keep_scroll=new_id == self.shown_id)
         self.shown_id = new_id

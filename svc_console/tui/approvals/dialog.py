@@ -3,7 +3,8 @@ requests at once. Each asks the broker itself, so a refusal (a total below one c
 that expired meanwhile, a confirmation that does not match) is shown in the dialog, which stays
 open with nothing decided; it closes with True only once the broker has decided.
 
-Escape or Cancel closes it with False, and nothing is decided.
+Escape or Cancel closes it with False, and nothing is decided. A dialog about one request counts
+down the time it has left and refuses once it is over.
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from svc_console.broker import BrokerError
+from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.core.sanitize import inert_line
 from svc_console.tui.bindings import bindings
+from svc_console.tui.modals import expiry_countdown, refuse_expired
+from svc_console.tui.widgets.countdown import Countdown
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +39,17 @@ class DecidingDialog(ModalScreen[bool]):
     CONFIRM_LABEL = "OK"
     CONFIRM_VARIANT = "primary"
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        expiring: SpendRequest | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        """`expiring`: the one request decided here, whose time left is counted down by
+        `clock`; None for a dialog over several requests."""
         super().__init__()
         self._busy = False
+        self._expiring, self._clock = expiring, clock
 
     def compose_body(self) -> ComposeResult:
         """What the subclass asks between the title and the error line."""
@@ -46,6 +58,8 @@ class DecidingDialog(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(self.TITLE_TEXT, id="dialog-title")
+            if self._expiring is not None:
+                yield expiry_countdown(self._expiring, self._clock)
             yield from self.compose_body()
             yield Static("", id="dialog-error", markup=False)
             with Horizontal(id="dialog-buttons"):
@@ -72,6 +86,15 @@ class DecidingDialog(ModalScreen[bool]):
     async def submit(self) -> None:
         raise NotImplementedError
 
+    @property
+    def expired(self) -> bool:
+        return any(countdown.over for countdown in self.query(Countdown))
+
+    @on(Countdown.Expired)
+    def _expired(self, event: Countdown.Expired) -> None:
+        event.stop()
+        refuse_expired(self)
+
     async def decide(self, attempt: Callable[[], Awaitable[object]]) -> None:
         """Ask the broker; close on success, else say why with the dialog still open."""
         if self._busy:  # a second enter while the first decision is on its way
@@ -95,12 +118,14 @@ class DecidingDialog(ModalScreen[bool]):
     @on(Input.Submitted)
     async def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        await self.submit()
+        if not self.expired:
+            await self.submit()
 
     @on(Button.Pressed, "#confirm")
     async def _confirm(self, event: Button.Pressed) -> None:
         event.stop()
-        await self.submit()
+        if not self.expired:
+            await self.submit()
 
     @on(Button.Pressed, "#cancel")
     def _cancel(self, event: Button.Pressed) -> None:

@@ -46,9 +46,15 @@ class ForAWhileModal(DecidingDialog):
     """How long, and the total in USDC (approve) or the reason (deny)."""
 
     def __init__(
-        self, request: SpendRequest, decide: Decide, *, approve: bool, confirm: Decimal | None
+        self,
+        request: SpendRequest,
+        decide: Decide,
+        *,
+        approve: bool,
+        confirm: Decimal | None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(expiring=request, clock=clock)
         self.request, self._decide, self.approve = request, decide, approve
         self.confirm = confirm if approve else None
         estimate = request.estimate

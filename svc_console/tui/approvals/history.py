@@ -16,7 +16,8 @@ from svc_console.tui.widgets.queue import endpoint_name
 
 
 class HistoryTable(PagedTable):
-    """Decided requests, latest decision first by default."""
+    """Decided requests, the newest request first by default (by when it was made, not when it
+    was decided: the order an index gives at once, whatever the history's length)."""
 
     COLUMNS = (
         ("decided", "decided"),

@@ -19,7 +19,6 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import ContentSwitcher, DataTable, Footer, Header, Input, Static
@@ -34,10 +33,18 @@ from svc_console.runtime import Runtime
 from svc_console.tui import present
 from svc_console.tui.approvals.bulk import Marks
 from svc_console.tui.approvals.deciding import Deciding
-from svc_console.tui.approvals.detail import RequestDetail
+from svc_console.tui.approvals.demo_traffic import DemoTraffic
+from svc_console.tui.approvals.detail import RequestDetail, gone_notice
 from svc_console.tui.approvals.filter_bar import FilterBar
 from svc_console.tui.approvals.history import HistoryTable
 from svc_console.tui.approvals.list_status import ListStatus
+from svc_console.tui.approvals.notices import (
+    OUTCOME_SEVERITY,
+    Announcer,
+    arrivals_text,
+    outcome_text,
+    pending_status,
+)
 from svc_console.tui.approvals.paused import PausedAgents
 from svc_console.tui.bindings import bindings, commands
 from svc_console.tui.colors import Palette, palette
@@ -56,19 +63,11 @@ from svc_console.tui.request_lists import (
 )
 from svc_console.tui.widgets.banner import PolicyBanner, service_banner
 from svc_console.tui.widgets.paged_table import PagedTable
-from svc_console.tui.widgets.queue import RequestQueue, endpoint_name
+from svc_console.tui.widgets.queue import RequestQueue
 
 log = logging.getLogger(__name__)
 
 TICK_S = 1.0
-# States after an approval that the operator hears about, with how loudly.
-_OUTCOME_SEVERITY: dict[State, SeverityLevel] = {
-    State.succeeded: "information",
-    State.failed: "error",
-    State.awaiting_funds: "warning",
-    State.unknown: "error",
-    State.repriced: "warning",
-}
 # A column header clicked → the sort it stands for.
 _HEADER_SORTS = {
     "agent": "agent",
@@ -89,12 +88,10 @@ _PENDING_ACTIONS = (
     "toggle_mark",
     "mark_matching",
 )
-# How many arrivals a notification names before it just counts them.
-_NAMED_ARRIVALS = 3
 
 
 @register_screen("approvals", title="Approvals", key="1", order=1)
-class ApprovalsScreen(Deciding, Screen[None]):
+class ApprovalsScreen(Deciding, DemoTraffic, Screen[None]):
     """Pending requests and their detail; `a` approves, `d` denies (`A`, `D` for a while, `w`
     always; with marks, every marked request); `h` shows the history."""
 
@@ -102,6 +99,19 @@ class ApprovalsScreen(Deciding, Screen[None]):
     # The queue, not the filter's input (the first focusable widget): keys act on requests.
     AUTO_FOCUS = f"#{PENDING.name}"
     SUB_TITLE = "approvals"
+    # Notifications on the list's side, never over the detail the operator reads before
+    # deciding: bottom left beside it; above it on a narrow terminal, below the banner and the
+    # header's count.
+    DEFAULT_CSS = """
+    ApprovalsScreen ToastHolder {
+        align-horizontal: left;
+    }
+    ApprovalsScreen.-narrow ToastRack {
+        dock: top;
+        align-vertical: top;
+        margin-top: 2;
+    }
+    """
     # Side by side when there is room for both; stacked on an 80-column terminal.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
 
@@ -121,6 +131,7 @@ class ApprovalsScreen(Deciding, Screen[None]):
         self._announced: set[str] = set()
         self._arrivals: list[SpendRequest] = []
         self._departures: list[SpendRequest] = []
+        self.announcer = Announcer(self.notify, self.set_timer)
         self._reload_scheduled = False
         # Marked pending requests, by id: they outlive every reload of the page.
         self.marks = Marks()
@@ -165,8 +176,7 @@ class ApprovalsScreen(Deciding, Screen[None]):
 
     def _resume_key(self) -> str:
         """The key that resumes, as the operator's keymap has it, for the strip's hint."""
-        resume = next(c for c in commands("approvals") if c.id == "approvals.resume")
-        return key_display(self.app, resume, getattr(self.app, "keymap", {}))
+        return self._key_of("approvals.resume")
 
     def on_mount(self) -> None:
         # Subscribe before the first read, so nothing that changes in between is missed.
@@ -210,10 +220,18 @@ class ApprovalsScreen(Deciding, Screen[None]):
         }
         self._counts = counts
         self._shown = len(page)
+        self._show_header_status()
         self._show_status()
         self._show_empty(not page)
         self._show_selected()
         self._show_pauses()
+
+    def _show_header_status(self) -> None:
+        # The app's sub-title is every header's status: the count is seen from any screen.
+        parts = [pending_status(self._totals[PENDING.name])]
+        if self.agents_paused:
+            parts.append("demo agents paused")
+        self.app.sub_title = " · ".join(part for part in parts if part)
 
     def _show_empty(self, empty: bool) -> None:
         if empty:
@@ -235,6 +253,10 @@ class ApprovalsScreen(Deciding, Screen[None]):
         )
 
     def _show_selected(self) -> None:
+        gone = self.table.gone_id
+        if gone is not None:
+            self._show_gone(gone)
+            return
         request = self.table.selected
         confirm, budgets = None, []
         if request is not None and request.state == State.pending:
@@ -243,6 +265,14 @@ class ApprovalsScreen(Deciding, Screen[None]):
             budgets = self.broker.budgets_for(request)
         detail = self.query_one(RequestDetail)
         detail.show(request, self.colours, confirm, self.broker.clock(), budgets)
+
+    def _show_gone(self, request_id: str) -> None:
+        """The selected request left the page: it stays in the detail, as it is now, under a
+        line that says so; nothing is selected until the operator moves."""
+        request = self.broker.ledger.get(request_id)
+        detail = self.query_one(RequestDetail)
+        now, colours = self.broker.clock(), self.colours
+        detail.show(request, colours, None, now, notice=gone_notice(request_id, request, colours))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
@@ -310,24 +340,15 @@ class ApprovalsScreen(Deciding, Screen[None]):
         departures, self._departures = self._departures, []
         if arrivals:
             self.app.bell()
-            desktop_notice(self.app, _arrivals_text(arrivals))
-            self.notify(_arrivals_text(arrivals), markup=False)
-        if departures:
-            self.notify(_departures_text(departures), severity="warning", markup=False)
+            desktop_notice(self.app, arrivals_text(arrivals))
+        # The header counts them at once; the notification gathers a burst into one.
+        self.announcer.note(arrivals, departures)
 
     def _report_outcome(self, request: SpendRequest) -> None:
-        severity = _OUTCOME_SEVERITY.get(request.state)
+        severity = OUTCOME_SEVERITY.get(request.state)
         if severity is None or request.id not in self._approved_here:
             return
-        if request.state == State.succeeded and request.outcome is not None:
-            text = (
-                f"{request.id} succeeded: charged {format_usdc(request.outcome.charged_usdc)} USDC"
-                f" on {inert_line(request.outcome.chain, 20)}"
-            )
-        elif request.state == State.awaiting_funds:
-            text = f"{request.id} waits for funds: {inert_line(request.funding_url or '-', 120)}"
-        else:
-            text = f"{request.id} {request.state}: {inert_line(request.reason or '-', 160)}"
+        text = outcome_text(request)
         if request.state not in (State.awaiting_funds, State.repriced):
             self._approved_here.discard(request.id)
         self.notify(text, severity=severity, markup=False)
@@ -339,6 +360,8 @@ class ApprovalsScreen(Deciding, Screen[None]):
             return self.active == PENDING.name
         if action == "clear_marks":
             return self.active == PENDING.name and bool(self.marks)
+        if action == "pause_demo_agents":
+            return self.demo_running
         if action == "resume_agent":
             return bool(self.query_one(PausedAgents).pauses)
         if action == "show_tab":
@@ -430,6 +453,10 @@ class ApprovalsScreen(Deciding, Screen[None]):
     async def action_show_grants(self) -> None:
         await self.app.run_action("show_screen('grants')")
 
+    def _key_of(self, command_id: str) -> str:
+        command = next(c for c in commands("approvals") if c.id == command_id)
+        return key_display(self.app, command, getattr(self.app, "keymap", {}))
+
     # -- pauses ---------------------------------------------------------------------------------
 
     def action_resume_agent(self) -> None:
@@ -465,27 +492,3 @@ class ApprovalsScreen(Deciding, Screen[None]):
                 f"Agent {inert_line(agent, 40)} resumed: its rules apply again", markup=False
             )
         self._show_pauses()
-
-
-def _arrivals_text(arrivals: list[SpendRequest]) -> str:
-    if len(arrivals) == 1:
-        request = arrivals[0]
-        return (
-            f"New request from {inert_line(request.agent, 40)}: {endpoint_name(request, 40)}"
-            f" · {present.price(request.estimate)} USDC"
-        )
-    agents = sorted({inert_line(request.agent, 24) for request in arrivals})
-    named = ", ".join(agents[:_NAMED_ARRIVALS]) + (" …" if len(agents) > _NAMED_ARRIVALS else "")
-    return f"{len(arrivals)} new requests from {named}"
-
-
-def _departures_text(departures: list[SpendRequest]) -> str:
-    if len(departures) == 1:
-        request = departures[0]
-        how = "expired" if request.state == State.expired else "was cancelled by the agent"
-        return f"{request.id} from {inert_line(request.agent, 40)} {how}"
-    expired = sum(1 for request in departures if request.state == State.expired)
-    cancelled = len(departures) - expired
-    parts = [f"{expired} expired"] if expired else []
-    parts += [f"{cancelled} cancelled by their agents"] if cancelled else []
-    return f"{len(departures)} requests left the queue: {', '.join(parts)}"

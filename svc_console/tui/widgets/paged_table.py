@@ -3,6 +3,11 @@ screen, never the whole list. Moving past its first or last row asks the screen 
 neighbouring page (`PagedTable.Edge`), so the operator scrolls through ten thousand requests with
 the same keys as through ten.
 
+The selection is a request, not a row: when the page is read again (requests arrive, expire or
+are decided around it), the cursor follows the selected request's id. When that request left the
+page, the table says so (`gone_id`) instead of silently selecting whichever request took its row:
+nothing is selected, and the cursor shows again at the operator's next move.
+
 Every cell is a `rich.text.Text` built from sanitised values: a DataTable would otherwise read a
 plain string as markup.
 """
@@ -12,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rich.text import Text
+from textual import events
 from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
@@ -38,6 +44,11 @@ class PagedTable(DataTable[Text]):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.requests: dict[str, SpendRequest] = {}
+        # The request the operator had selected when it left the page; None while the cursor
+        # is on a request of the page.
+        self.gone_id: str | None = None
+        # Requests the operator decided from this table: their leaving is no loss of selection.
+        self._let_go: set[str] = set()
 
     def on_mount(self) -> None:
         for key, label in self.COLUMNS:
@@ -54,7 +65,7 @@ class PagedTable(DataTable[Text]):
 
     @property
     def selected_id(self) -> str | None:
-        if self.row_count == 0:
+        if self.row_count == 0 or self.gone_id is not None:
             return None
         row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
         return row_key.value
@@ -72,14 +83,26 @@ class PagedTable(DataTable[Text]):
         *,
         cursor: int | None = None,
     ) -> None:
-        """Show exactly this page. The cursor stays on the same request when it is still here,
-        else at the same row; `cursor` puts it on a given row (0, or -1 for the last)."""
-        keep, index = self.selected_id, self.cursor_row
+        """Show exactly this page. The cursor stays on the same request when it is still here;
+        when it left, `gone_id` names it and nothing is selected (the cursor waits at the same
+        row, hidden). `cursor` puts it on a given row (0, or -1 for the last), as the operator's
+        own move does."""
+        keep, index = self.gone_id or self.selected_id, self.cursor_row
         self.requests = {request.id: request for request in requests}
         with self.app.batch_update():
             self.clear()
             for request in self.requests.values():
                 self.add_row(*self.cells(request, now, colours), key=request.id)
+            if cursor is not None or keep in self.requests:
+                self.gone_id = None
+            elif keep in self._let_go:
+                # The operator decided it: the request that takes its row is selected, as
+                # after a move of their own, so a run of requests is decided key after key.
+                self._let_go.discard(keep)
+                self.gone_id = None
+            else:
+                self.gone_id = keep
+            self.show_cursor = self.gone_id is None
             if not self.row_count:
                 return
             if cursor is not None:
@@ -89,6 +112,26 @@ class PagedTable(DataTable[Text]):
             else:
                 row = index
             self.move_cursor(row=max(0, min(row, self.row_count - 1)))
+
+    def let_go(self, request_ids: Iterable[str]) -> None:
+        """The operator is deciding these requests here: when they leave, the cursor stays at
+        the row, on whichever request comes under it."""
+        self._let_go.update(request_ids)
+        if self.gone_id in self._let_go:
+            self._let_go.discard(self.gone_id)
+            self.choose()
+
+    def choose(self) -> bool:
+        """The operator moved after their selection left the page: the row under the (hidden)
+        cursor becomes the selection, without moving. True when there was a lost one."""
+        if self.gone_id is None:
+            return False
+        self.gone_id = None
+        self.show_cursor = True
+        if self.row_count:
+            row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+            self.post_message(self.RowHighlighted(self, self.cursor_row, row_key))
+        return True
 
     def tick(self, now: float, colours: Palette) -> None:
         """Refresh the cells that depend on the clock, and only those whose text changed: any
@@ -106,13 +149,39 @@ class PagedTable(DataTable[Text]):
     # -- leaving the page -----------------------------------------------------------------------
 
     def action_cursor_down(self) -> None:
+        if self.choose():
+            return
         if self.row_count and self.cursor_row >= self.row_count - 1:
             self.post_message(self.Edge(self, 1))
             return
         super().action_cursor_down()
 
     def action_cursor_up(self) -> None:
+        if self.choose():
+            return
         if self.row_count and self.cursor_row <= 0:
             self.post_message(self.Edge(self, -1))
             return
         super().action_cursor_up()
+
+    def action_page_down(self) -> None:
+        self.choose()
+        super().action_page_down()
+
+    def action_page_up(self) -> None:
+        self.choose()
+        super().action_page_up()
+
+    def action_scroll_top(self) -> None:
+        self.choose()
+        super().action_scroll_top()
+
+    def action_scroll_bottom(self) -> None:
+        self.choose()
+        super().action_scroll_bottom()
+
+    def _on_click(self, event: events.Click) -> None:
+        # A click selects the row clicked, whatever was lost before. Textual then runs the
+        # DataTable's own handler (every class's along the MRO), which moves the cursor.
+        self.gone_id = None
+        self.show_cursor = True

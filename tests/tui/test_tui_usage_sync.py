@@ -77,6 +77,8 @@ async def test_a_background_sync_updates_the_label_and_reloads_the_table(
         await until(pilot, lambda: usage_settled(app) and screen.table.total == 1)
         assert screen.generation > generation
         assert "synced 12:03 UTC" in screen_text(app)
+        # Paid through this console: the request's endpoint record names the provider.
+        await until(pilot, lambda: "Searchly" in screen_text(app))
 
         # A sync that stores nothing moves the label on and leaves the table as it is.
         usage_clock.advance(120)

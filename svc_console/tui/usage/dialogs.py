@@ -9,6 +9,7 @@ values present), and are drawn inert: a provider's name is never read as markup.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,11 +103,19 @@ class _Dialog(ModalScreen[object]):
 class UsageFilterDialog(_Dialog):
     """Edit every filter at once; dismisses with the new `UsageFilter`."""
 
-    def __init__(self, current: UsageFilter, choices: FilterChoices, now: float) -> None:
+    def __init__(
+        self,
+        current: UsageFilter,
+        choices: FilterChoices,
+        now: float,
+        *,
+        provider_name: Callable[[str], str] = str,
+    ) -> None:
         super().__init__()
         self.current = current
         self.choices = choices
         self.now = now
+        self.provider_name = provider_name  # a provider's id as shown (its name, when known)
 
     def _select(self, id: str, values: list[str], value: str | None, label=None) -> Select:
         options = [(Text(inert_line(label(v) if label else v, 50)), v) for v in values]
@@ -143,7 +152,7 @@ class UsageFilterDialog(_Dialog):
                 yield Label("agent")
                 yield self._select("agent", c.agents, f.agent)
                 yield Label("provider")
-                yield self._select("provider", c.providers, f.provider)
+                yield self._select("provider", c.providers, f.provider, label=self.provider_name)
                 yield Label("chain")
                 yield self._select("chain", c.chains, f.chain)
                 yield Label("domain type")

@@ -50,6 +50,7 @@ from svc_console.tui.usage.messages import (
     SummaryLoaded,
     Synced,
 )
+from svc_console.tui.usage.provider_names import ProviderNames
 from svc_console.tui.usage.summary import SpendBreakdown, SpendChart, totals_text
 from svc_console.tui.usage.sync_status import SyncStatus, sync_text
 from svc_console.tui.usage.table import UsageTable
@@ -124,6 +125,7 @@ class UsageScreen(Screen[None]):
         self.table_reader: Reader | None = None
         self.summary_reader: Reader | None = None
         self._period = 0
+        self.names = ProviderNames()  # shared with the table; filled by the workers
         self.sync_status = SyncStatus.of(runtime.usage)
         self._follower_seen = self.sync_status  # what the follower last said, as last read
 
@@ -160,6 +162,7 @@ class UsageScreen(Screen[None]):
         self.summary_reader = Reader.open(self.ledger_path)
         table = UsageTable(id="usage-table")
         table.attach(self.table_reader)
+        table.names = self.names
         self._query(table, summary=False)
         yield table
         yield Static("", id="usage-detail", markup=False)
@@ -188,6 +191,7 @@ class UsageScreen(Screen[None]):
 
     def _reload(self) -> None:
         """Show the current filter: the table starts over, the summary is computed again."""
+        self.names.forget_unknown()
         self._query(self.table)
         self._redraw()
 
@@ -240,6 +244,8 @@ class UsageScreen(Screen[None]):
                     return
                 try:
                     value = query(reader.conn)
+                    if part == "providers":
+                        self.names.learn(reader.conn, (b.key for b in value))
                 except Interrupted:
                     if worker.is_cancelled or reader.closed:
                         return  # interrupted: a newer filter or the screen closing
@@ -259,7 +265,7 @@ class UsageScreen(Screen[None]):
         parts = [describe_range(f)]
         for name, value in (
             ("agent", f.agent),
-            ("provider", f.provider),
+            ("provider", self.names.shown(f.provider) if f.provider else None),
             ("chain", f.chain),
             ("domain", f"{f.domain_type} {domain_label(f.domain_type)}" if f.domain_type else None),
             ("state", f.state),
@@ -277,7 +283,8 @@ class UsageScreen(Screen[None]):
         self.query_one("#usage-totals", Static).update(totals_text(s.totals, colours))
         self.query_one(SpendChart).show(s.days)
         total = s.totals.amount if s.totals else None
-        self.query_one("#usage-providers", SpendBreakdown).show(s.providers, total, colours)
+        providers = self.query_one("#usage-providers", SpendBreakdown)
+        providers.show(s.providers, total, colours, name=self.names.shown)
         self.query_one("#usage-agents", SpendBreakdown).show(s.agents, total, colours)
 
     def _draw_sync(self) -> None:
@@ -289,7 +296,10 @@ class UsageScreen(Screen[None]):
 
     def _show_detail(self, row: UsageRow | None) -> None:
         detail = self.query_one("#usage-detail", Static)
-        detail.update("" if row is None else detail_text(row, self.colours))
+        if row is None:
+            detail.update("")
+            return
+        detail.update(detail_text(row, self.colours, self.names.get(row.provider)))
 
     # -- the operator's actions -------------------------------------------------------------------
 
@@ -351,6 +361,7 @@ class UsageScreen(Screen[None]):
             choices = FilterChoices(
                 *(ledger_usage.distinct(conn, column) for column in ledger_usage.FILTER_COLUMNS)
             )
+            self.names.learn(conn, choices.providers)
         finally:
             conn.close()
         self.post_message(ChoicesLoaded(choices))
@@ -361,7 +372,10 @@ class UsageScreen(Screen[None]):
                 self._period = 0
                 self._set_filter(f)
 
-        self.app.push_screen(UsageFilterDialog(self.filter, message.choices, self.now()), chosen)
+        dialog = UsageFilterDialog(
+            self.filter, message.choices, self.now(), provider_name=self.names.shown
+        )
+        self.app.push_screen(dialog, chosen)
 
     def action_export(self) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.now()))

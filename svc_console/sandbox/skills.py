@@ -19,31 +19,25 @@ import yaml
 
 MAX_SKILLS_BYTES = 256 * 1024
 
+# The sandbox's account starts with the rules a fresh console offers to save (the policies
+# screen's template), written in the console's vocabulary (policies/README.md): a console that
+# saves them sees its policy in sync with the service's, not drift. tests/sandbox checks both
+# with the console's own rules, which this module must not import.
 DEFAULT_SKILLS_MD = """\
 # SKILLS.md (sandbox default)
 
 The spending rules this sandbox account runs with. Prose is for people; the rules are the fenced
-`policy` blocks below. Nothing is approved automatically unless a rule here says so.
+`policy` blocks below. Nothing is approved automatically unless a rule here says so: compute jobs,
+which start GPU work and charge at once, wait for the operator like every other request.
 
 ```policy
-caps:
-  per_call_usdc: "2.00"
+per_call_max_usdc: 0.25
 budgets:
-  - scope: overall
-    period: day
-    warn_usdc: "20.00"
-    limit_usdc: "25.00"
-```
-
-Compute jobs start GPU work and charge at once: the operator decides each one.
-
-```policy
-compute_tools:
-  svc_breed_agent: ask
-  merge_models: ask
-deny:
-  domain_types: [A19]
-auto_approve: []
+  - name: daily allowance
+    per: agent
+    window: day
+    warn_usdc: 4
+    max_usdc: 5
 ```
 """
 

@@ -148,7 +148,7 @@ async def test_wallets_usage_and_policies_are_typed(server: SandboxServer):
 
         policy = await client.policies()
         assert policy.source == "SKILLS.md" and policy.valid and policy.blocks
-        assert policy.policy["caps"]["per_call_usdc"] == "2.00"
+        assert policy.policy["per_call_max_usdc"] == 0.25
 
 
 async def test_oauth_tokens_are_typed(server: SandboxServer):

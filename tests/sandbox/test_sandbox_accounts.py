@@ -516,8 +516,8 @@ def test_policies_come_from_the_default_skills_md(http: httpx.Client, state: San
     assert body["sha256"] == hashlib.sha256(text.encode()).hexdigest()
     fences = [n for n, line in enumerate(text.splitlines(), 1) if line == "```policy"]
     assert [b["line"] for b in body["blocks"]] == fences
-    assert body["policy"]["caps"] == {"per_call_usdc": "2.00"}
-    assert body["policy"]["compute_tools"]["merge_models"] == "ask"
+    assert body["policy"]["per_call_max_usdc"] == 0.25
+    assert body["policy"]["budgets"][0]["per"] == "agent"
 
 
 def test_policies_follow_the_skills_md_the_state_holds(http: httpx.Client, state: SandboxState):

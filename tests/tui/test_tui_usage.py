@@ -38,6 +38,7 @@ from svc_console.tui.app import ConsoleApp
 from svc_console.tui.commands import ConsoleCommands
 from svc_console.tui.usage.dialogs import UsageExportDialog, UsageFilterDialog
 from svc_console.tui.usage.screen import UsageScreen
+from svc_console.tui.usage.sync_status import SyncStatus
 
 SEEDED = 1000
 # Noon of the last seeded day: "the last 7 days" holds charges.
@@ -54,11 +55,20 @@ def usage(app: ConsoleApp) -> UsageScreen:
     return screen
 
 
+def sync_shown(app: ConsoleApp) -> bool:
+    """The background sync at start is over and the screen says so (screenshots are stable)."""
+    follower = app.runtime.usage
+    if follower is None:
+        return True
+    over = follower.last_synced_at is not None or follower.last_error is not None
+    return over and usage(app).sync_status == SyncStatus.of(follower)
+
+
 async def open_usage(pilot: Pilot[Any]) -> UsageScreen:
     app = pilot.app
     await until(pilot, lambda: getattr(app, "_started", False))
     await pilot.press("3")
-    await until(pilot, lambda: usage_settled(app))
+    await until(pilot, lambda: usage_settled(app) and sync_shown(app))
     return usage(app)
 
 

@@ -8,6 +8,8 @@ values present), and are drawn inert: a provider's name is never read as markup.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +61,13 @@ _DIALOG_CSS = """
 """
 
 
+def example_dates(now: float) -> tuple[str, str]:
+    """Dates a filter could be given, from the screen's clock: the first of this month and today
+    (UTC), so the examples never read as months old."""
+    today = time.strftime("%Y-%m-%d", time.gmtime(now))
+    return f"{today[:8]}01", today
+
+
 def _text_for_since(at: float | None) -> str:
     if at is None:
         return ""
@@ -74,6 +83,9 @@ def _text_for_until(at: float | None) -> str:
 class _Dialog(ModalScreen[object]):
     BINDINGS = bindings("modal")
     DEFAULT_CSS = _DIALOG_CSS
+    # Scoped, these rules would apply only inside a `_Dialog`, and the export dialog opened in
+    # the top-left corner; unscoped, each still names its dialog or an id of its own.
+    SCOPED_CSS = False
 
     def show_error(self, message: str) -> None:
         error = self.query_one("#dialog-error", Static)
@@ -91,11 +103,19 @@ class _Dialog(ModalScreen[object]):
 class UsageFilterDialog(_Dialog):
     """Edit every filter at once; dismisses with the new `UsageFilter`."""
 
-    def __init__(self, current: UsageFilter, choices: FilterChoices, now: float) -> None:
+    def __init__(
+        self,
+        current: UsageFilter,
+        choices: FilterChoices,
+        now: float,
+        *,
+        provider_name: Callable[[str], str] = str,
+    ) -> None:
         super().__init__()
         self.current = current
         self.choices = choices
         self.now = now
+        self.provider_name = provider_name  # a provider's id as shown (its name, when known)
 
     def _select(self, id: str, values: list[str], value: str | None, label=None) -> Select:
         options = [(Text(inert_line(label(v) if label else v, 50)), v) for v in values]
@@ -111,27 +131,28 @@ class UsageFilterDialog(_Dialog):
 
     def compose(self) -> ComposeResult:
         f, c = self.current, self.choices
+        first_of_month, today = example_dates(self.now)
         with Vertical(id="dialog"):
             yield Label("Filter usage", id="dialog-title")
             with Grid(id="usage-filter-grid"):
                 yield Label("from")
                 yield Input(
                     _text_for_since(f.since),
-                    placeholder="30d, 2026-05-01 or empty",
+                    placeholder=f"30d, {first_of_month} or empty",
                     compact=True,
                     id="since",
                 )
                 yield Label("to (incl.)")
                 yield Input(
                     _text_for_until(f.until),
-                    placeholder="2026-05-31 or empty",
+                    placeholder=f"{today} or empty",
                     compact=True,
                     id="until",
                 )
                 yield Label("agent")
                 yield self._select("agent", c.agents, f.agent)
                 yield Label("provider")
-                yield self._select("provider", c.providers, f.provider)
+                yield self._select("provider", c.providers, f.provider, label=self.provider_name)
                 yield Label("chain")
                 yield self._select("chain", c.chains, f.chain)
                 yield Label("domain type")

@@ -14,24 +14,20 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from svc_console.core.sanitize import inert_line
 from svc_console.core.taxonomy import domain_label
-from svc_console.core.usage import DAY_S, Reconciled, UsageFilter, iso_instant
+from svc_console.core.usage import DAY_S, UsageFilter
 from svc_console.ledger import usage_query as ledger_usage
 from svc_console.ledger.readers import Interrupted, Reader, open_reader
-from svc_console.ledger.usage_query import SpendBucket, UsageRow, UsageTotals
+from svc_console.ledger.usage_query import UsageRow
 from svc_console.ledger.usage_write import SyncResult
 from svc_console.runtime import Runtime
 from svc_console.services.usage_export import describe_range, export_file
@@ -39,14 +35,25 @@ from svc_console.tui import bindings
 from svc_console.tui.bindings import Command
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.navigation import register_screen
+from svc_console.tui.usage.detail import detail_text
 from svc_console.tui.usage.dialogs import (
     ExportChoice,
     FilterChoices,
     UsageExportDialog,
     UsageFilterDialog,
 )
+from svc_console.tui.usage.messages import (
+    BackgroundSynced,
+    ChoicesLoaded,
+    ExportFinished,
+    Summary,
+    SummaryLoaded,
+    Synced,
+)
+from svc_console.tui.usage.provider_names import ProviderNames
 from svc_console.tui.usage.summary import SpendBreakdown, SpendChart, totals_text
-from svc_console.tui.usage.table import UsageTable, state_label, usdc
+from svc_console.tui.usage.sync_status import SyncStatus, sync_text
+from svc_console.tui.usage.table import UsageTable
 from svc_console.tui.widgets.banner import service_banner
 
 log = logging.getLogger(__name__)
@@ -54,6 +61,8 @@ log = logging.getLogger(__name__)
 # The period presets `p` steps through, in days (None: all dates).
 PERIODS: tuple[int | None, ...] = (None, 7, 30, 90)
 BREAKDOWN_ROWS = 8
+# How often the background follower's state is read for an error (a sync tells the screen itself).
+FOLLOWER_CHECK_S = 5.0
 
 
 def _command(
@@ -79,49 +88,6 @@ COMMANDS = (
 )
 
 
-def short(reference: str | None) -> str:
-    """A long transaction reference as its two ends ("0xa21b11ed…3f2a")."""
-    if not reference:
-        return "-"
-    text = inert_line(reference, 200)
-    return text if len(text) <= 16 else f"{text[:10]}…{text[-4:]}"
-
-
-# -- messages from the workers ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Summary:
-    totals: UsageTotals | None = None
-    days: list[SpendBucket] | None = None
-    providers: list[SpendBucket] | None = None
-    agents: list[SpendBucket] | None = None
-
-
-class SummaryLoaded(Message):
-    def __init__(self, generation: int, part: str, value: Any) -> None:
-        super().__init__()
-        self.generation, self.part, self.value = generation, part, value
-
-
-class ChoicesLoaded(Message):
-    def __init__(self, choices: FilterChoices) -> None:
-        super().__init__()
-        self.choices = choices
-
-
-class ExportFinished(Message):
-    def __init__(self, path: Path, count: int) -> None:
-        super().__init__()
-        self.path, self.count = path, count
-
-
-class Synced(Message):
-    def __init__(self, result: SyncResult) -> None:
-        super().__init__()
-        self.result = result
-
-
 # -- the screen ------------------------------------------------------------------------------------
 
 
@@ -136,7 +102,9 @@ class UsageScreen(Screen[None]):
     DEFAULT_CSS = """
     UsageScreen Header { dock: none; }
     #usage-filters { height: 1; padding: 0 1; background: $panel; }
-    #usage-totals { height: 1; padding: 0 1; }
+    #usage-status { height: 1; }
+    #usage-totals { width: 1fr; height: 1; padding: 0 1; }
+    #usage-synced { width: auto; height: 1; padding: 0 1; }
     #usage-summary { height: 9; border-bottom: hkey $panel-lighten-2; }
     UsageScreen.-short #usage-summary { height: 5; }
     UsageScreen.-narrow SpendBreakdown { width: 24; }
@@ -157,6 +125,9 @@ class UsageScreen(Screen[None]):
         self.table_reader: Reader | None = None
         self.summary_reader: Reader | None = None
         self._period = 0
+        self.names = ProviderNames()  # shared with the table; filled by the workers
+        self.sync_status = SyncStatus.of(runtime.usage)
+        self._follower_seen = self.sync_status  # what the follower last said, as last read
 
     def now(self) -> float:
         broker = self.runtime.broker
@@ -178,7 +149,9 @@ class UsageScreen(Screen[None]):
             yield banner
         yield Header(show_clock=False, icon="$")
         yield Static("", id="usage-filters", markup=False)
-        yield Static("", id="usage-totals", markup=False)
+        with Horizontal(id="usage-status"):
+            yield Static("", id="usage-totals", markup=False)
+            yield Static("", id="usage-synced", markup=False)
         with Horizontal(id="usage-summary"):
             yield SpendChart(id="usage-chart")
             yield SpendBreakdown("per provider", id="usage-providers")
@@ -189,6 +162,7 @@ class UsageScreen(Screen[None]):
         self.summary_reader = Reader.open(self.ledger_path)
         table = UsageTable(id="usage-table")
         table.attach(self.table_reader)
+        table.names = self.names
         self._query(table, summary=False)
         yield table
         yield Static("", id="usage-detail", markup=False)
@@ -197,11 +171,18 @@ class UsageScreen(Screen[None]):
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._redraw())
         self._redraw()
+        if self.runtime.usage is not None:
+            self.runtime.usage.listeners.append(self._background_synced)
+            # A failed background sync tells no listener: its error is read now and then.
+            self.set_interval(FOLLOWER_CHECK_S, self._read_follower)
         # The sums of a million rows keep a core busy for a while: started once the first frame
         # (with its rows) is out, they never hold it up.
         self.call_after_refresh(self._start_summary)
 
     def on_unmount(self) -> None:
+        follower = self.runtime.usage
+        if follower is not None and self._background_synced in follower.listeners:
+            follower.listeners.remove(self._background_synced)
         for reader in (self.table_reader, self.summary_reader):
             if reader is not None:
                 reader.close()
@@ -210,11 +191,13 @@ class UsageScreen(Screen[None]):
 
     def _reload(self) -> None:
         """Show the current filter: the table starts over, the summary is computed again."""
+        self.names.forget_unknown()
         self._query(self.table)
         self._redraw()
 
     def _redraw(self) -> None:
         self._draw_filters()
+        self._draw_sync()
         self._draw_summary()
         self._show_detail(self.table.selected)
 
@@ -261,6 +244,8 @@ class UsageScreen(Screen[None]):
                     return
                 try:
                     value = query(reader.conn)
+                    if part == "providers":
+                        self.names.learn(reader.conn, (b.key for b in value))
                 except Interrupted:
                     if worker.is_cancelled or reader.closed:
                         return  # interrupted: a newer filter or the screen closing
@@ -280,7 +265,7 @@ class UsageScreen(Screen[None]):
         parts = [describe_range(f)]
         for name, value in (
             ("agent", f.agent),
-            ("provider", f.provider),
+            ("provider", self.names.shown(f.provider) if f.provider else None),
             ("chain", f.chain),
             ("domain", f"{f.domain_type} {domain_label(f.domain_type)}" if f.domain_type else None),
             ("state", f.state),
@@ -298,8 +283,13 @@ class UsageScreen(Screen[None]):
         self.query_one("#usage-totals", Static).update(totals_text(s.totals, colours))
         self.query_one(SpendChart).show(s.days)
         total = s.totals.amount if s.totals else None
-        self.query_one("#usage-providers", SpendBreakdown).show(s.providers, total, colours)
+        providers = self.query_one("#usage-providers", SpendBreakdown)
+        providers.show(s.providers, total, colours, name=self.names.shown)
         self.query_one("#usage-agents", SpendBreakdown).show(s.agents, total, colours)
+
+    def _draw_sync(self) -> None:
+        text = sync_text(self.sync_status, self.now(), self.colours)
+        self.query_one("#usage-synced", Static).update(text)
 
     def on_usage_table_highlighted(self, message: UsageTable.Highlighted) -> None:
         self._show_detail(message.row)
@@ -309,34 +299,7 @@ class UsageScreen(Screen[None]):
         if row is None:
             detail.update("")
             return
-        colours = self.colours
-        provider = inert_line(row.provider or "-", 30)
-        if row.domain_type:
-            provider += f", {inert_line(row.domain_type, 8)} {domain_label(row.domain_type)}"
-        what = Text.assemble(
-            (inert_line(row.id, 30), "bold"),
-            f" · {iso_instant(row.at)} · ",
-            inert_line(row.agent or "-", 30),
-            " → ",
-            inert_line(row.resource, 40),
-            f" ({provider}) · {inert_line(row.chain, 12)} {inert_line(row.protocol, 6)}",
-            f" · receipt {short(row.receipt)}",
-        )
-        if row.request_id is not None:
-            decided = f"{row.decision or 'undecided'} by {inert_line(row.decided_by or '-', 30)}"
-            request = inert_line(row.request_id, 30)
-            ledger = f"request {request} {decided}, ceiling {usdc(row.ceiling)}"
-        else:
-            ledger = f"idempotency key {inert_line(row.idempotency_key or 'none', 40)}"
-        charged = f"charged {usdc(row.amount)} USDC"
-        if row.state == Reconciled.ok:
-            why = Text.assemble(("covered", colours.good), f": {charged}; {ledger}")
-        else:
-            why = Text.assemble(
-                (f"{state_label(row)}: {row.flag_text}", colours.high), f" · {charged}; {ledger}"
-            )
-        # One line each, cut at the edge: the reconciliation line must never be pushed out.
-        detail.update(Text("\n", no_wrap=True, overflow="ellipsis").join([what, why]))
+        detail.update(detail_text(row, self.colours, self.names.get(row.provider)))
 
     # -- the operator's actions -------------------------------------------------------------------
 
@@ -398,6 +361,7 @@ class UsageScreen(Screen[None]):
             choices = FilterChoices(
                 *(ledger_usage.distinct(conn, column) for column in ledger_usage.FILTER_COLUMNS)
             )
+            self.names.learn(conn, choices.providers)
         finally:
             conn.close()
         self.post_message(ChoicesLoaded(choices))
@@ -408,7 +372,10 @@ class UsageScreen(Screen[None]):
                 self._period = 0
                 self._set_filter(f)
 
-        self.app.push_screen(UsageFilterDialog(self.filter, message.choices, self.now()), chosen)
+        dialog = UsageFilterDialog(
+            self.filter, message.choices, self.now(), provider_name=self.names.shown
+        )
+        self.app.push_screen(dialog, chosen)
 
     def action_export(self) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.now()))
@@ -459,12 +426,33 @@ class UsageScreen(Screen[None]):
             sync(), group="usage-sync", exclusive=True, exit_on_error=False, name="sync"
         )
 
+    def _background_synced(self) -> None:
+        """The follower's listener: it may run outside the app's message loop, so it only posts."""
+        self.post_message(BackgroundSynced())
+
+    def on_background_synced(self, _message: BackgroundSynced) -> None:
+        result = getattr(self.runtime.usage, "last_result", None)
+        self._read_follower()
+        if isinstance(result, SyncResult) and (result.inserted or result.updated):
+            self._reload()  # something new was stored; a sync that stored nothing changes no row
+
+    def _read_follower(self) -> None:
+        """Show the follower's news, if it has any since it was last read (a sync on `s` may be
+        newer than what the follower last said, and is not overwritten by it)."""
+        seen = SyncStatus.of(self.runtime.usage)
+        if seen != self._follower_seen:
+            self._follower_seen = self.sync_status = seen
+            self._draw_sync()
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A failed query, export or sync becomes one notification (the screen stays usable)."""
         if event.state != WorkerState.ERROR:
             return
         error = event.worker.error
         log.error("%s failed", event.worker.name, exc_info=error)
+        if event.worker.group == "usage-sync":
+            self.sync_status = self.sync_status.failed(f"{type(error).__name__}: {error}")
+            self._draw_sync()
         self.notify(
             f"{event.worker.name} failed: {type(error).__name__}: {inert_line(error, 200)}",
             title="Usage",
@@ -474,6 +462,7 @@ class UsageScreen(Screen[None]):
 
     def on_synced(self, message: Synced) -> None:
         r = message.result
+        self.sync_status = self.sync_status.succeeded(self.now())
         text = f"{r.inserted:,} new, {r.updated:,} updated, {r.unchanged:,} unchanged"
         if r.flagged:
             text += f"; {r.flagged:,} flagged"

@@ -8,6 +8,8 @@ parsed as markup; flagged amounts use the theme's error colour.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual.app import ComposeResult
@@ -88,9 +90,18 @@ class SpendBreakdown(Widget):
         self._buckets: list[SpendBucket] | None = None
         self._total: int | None = None
         self._colours: Palette | None = None
+        self._name: Callable[[str], str] = str
 
-    def show(self, buckets: list[SpendBucket] | None, total: int | None, colours: Palette) -> None:
-        self._buckets, self._total, self._colours = buckets, total, colours
+    def show(
+        self,
+        buckets: list[SpendBucket] | None,
+        total: int | None,
+        colours: Palette,
+        *,
+        name: Callable[[str], str] = str,
+    ) -> None:
+        """`name`: how a key is shown (a provider's id by its name)."""
+        self._buckets, self._total, self._colours, self._name = buckets, total, colours, name
         self.refresh()
 
     def render(self) -> Text:
@@ -111,7 +122,8 @@ class SpendBreakdown(Widget):
         with_share = self._total is not None and width - amount_width - 6 >= 10
         name_width = max(3, width - amount_width - (6 if with_share else 1))
         for bucket, amount in zip(buckets, amounts, strict=True):
-            name = inert_line(bucket.key if bucket.key is not None else "(unknown)", 60)
+            key = self._name(str(bucket.key)) if bucket.key is not None else "(unknown)"
+            name = inert_line(key, 60)
             if cell_len(name) > name_width:
                 name = set_cell_size(name, name_width - 1) + "…"
             text.append("\n" + set_cell_size(name, name_width))

@@ -34,6 +34,7 @@ from svc_console.core.usage import Reconciled, UsageFilter
 from svc_console.ledger import usage_query as ledger_usage
 from svc_console.ledger.readers import Connection, Reader, ReadError
 from svc_console.ledger.usage_query import UsageRow
+from svc_console.tui.usage.provider_names import ProviderNames
 
 CACHE_ROWS = 3000
 # Rows loaded at first, before the table knows its height.
@@ -194,6 +195,7 @@ class UsageTable(ScrollView, can_focus=True, inherit_bindings=False):
         self.rows: OrderedDict[int, UsageRow] = OrderedDict()
         self._in_flight: set[tuple[int, int]] = set()
         self._empty_text = "No charges."
+        self.names = ProviderNames()
 
     # -- what the screen drives --------------------------------------------------------------------
 
@@ -324,6 +326,7 @@ class UsageTable(ScrollView, can_focus=True, inherit_bindings=False):
             try:
                 if fetch is not None:
                     rows = load(reader.conn, f, fetch)
+                    self.names.learn(reader.conn, (row.provider for row in rows))
                     self.post_message(self.RowsLoaded(generation, fetch, rows))
                 if count:
                     total = ledger_usage.count(reader.conn, f)
@@ -371,7 +374,7 @@ class UsageTable(ScrollView, can_focus=True, inherit_bindings=False):
         return {
             "when": when(row.at),
             "agent": inert_line(row.agent or "-", 60),
-            "provider": inert_line(row.provider or "-", 60),
+            "provider": inert_line(self.names.shown(row.provider), 60),
             "resource": inert_line(row.resource, 80),
             "chain": inert_line(row.chain, 20),
             "amount": usdc(row.amount),

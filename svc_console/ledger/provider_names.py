@@ -1,0 +1,40 @@
+"""Providers' names for their ids, from what the ledger already knows: first the catalogue cache
+(`catalogue_endpoints`), then the endpoint record of a request paid to the provider
+(`requests.endpoint`, found by the indexed `provider` column). A usage charge holds only the id;
+the usage screen shows the name, as the approvals screen does.
+
+Names are the service's text: whoever shows them passes them through `core.sanitize`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from svc_console.ledger.catalogue_schema import ENDPOINTS
+
+_CHUNK = 200  # ids per query, well under SQLite's limit on parameters
+
+
+def provider_names(conn: sqlite3.Connection, providers: Sequence[str]) -> dict[str, str]:
+    """The names known for these ids (an id with none is left out). Raises sqlite3.Error, as
+    any read does (a ledger without the tables yet, a query interrupted)."""
+    found: dict[str, str] = {}
+    for start in range(0, len(providers), _CHUNK):
+        chunk = list(providers[start : start + _CHUNK])
+        marks = ", ".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT provider, min(provider_name) FROM {ENDPOINTS}"
+            f" WHERE provider IN ({marks}) GROUP BY provider",
+            chunk,
+        )
+        found.update({key: name for key, name in rows if name})
+    for provider in (p for p in providers if p not in found):
+        row = conn.execute(
+            "SELECT json_extract(endpoint, '$.providerName') FROM requests"
+            " WHERE provider = ? AND endpoint IS NOT NULL ORDER BY rowid DESC LIMIT 1",
+            [provider],
+        ).fetchone()
+        if row and isinstance(row[0], str) and row[0]:
+            found[provider] = row[0]
+    return found

@@ -101,23 +101,16 @@ def run_approve(args: argparse.Namespace) -> int:
         raise CommandError("--total goes with --for: how long the grant lasts", EXIT_USAGE)
     if args.grant_for is not None:
         params["grant_for"], params["grant_total"] = args.grant_for, args.total
-    from svc_console.agent import AgentError
-
     with connect(None, operator=True) as agent:
-        params = with_passphrase(agent, params)
-        try:
-            request = agent.call(
-                "approvals.approve", {k: v for k, v in params.items() if v is not None}
-            )
-        except AgentError as exc:
-            if exc.reason == "confirmation_required":
-                amount = exc.data.get("amount")
-                raise CommandError(
-                    f"{args.request_id} may cost {amount} USDC: to approve, type the amount:"
-                    f" --confirm-amount {amount}",
-                    EXIT_USAGE,
-                ) from None
-            raise CommandError(exc.message, EXIT_USAGE) from None
+        request = _approving(
+            agent,
+            "approvals.approve",
+            with_passphrase(agent, params),
+            lambda amount: (
+                f"{args.request_id} may cost {amount} USDC: to approve, type the"
+                f" amount: --confirm-amount {amount}"
+            ),
+        )
     print(f"{request['id']} {request['state']}")
     if args.grant_for is not None:
         print(
@@ -199,24 +192,30 @@ def _approve_many(args: argparse.Namespace) -> int:
     params = {"request_ids": args.request_ids, "confirm_total": args.confirm_amount}
     if args.note:
         params["note"] = args.note
+    with connect(None, operator=True) as agent:
+        outcome = _approving(
+            agent,
+            "approvals.approve_many",
+            with_passphrase(agent, params),
+            lambda amount: (
+                f"these {len(args.request_ids)} requests may cost {amount} USDC in"
+                f" all: to approve them, type the total: --confirm-amount {amount}"
+            ),
+        )
+    return _print_outcome(outcome)
+
+
+def _approving(agent: Any, method: str, params: dict[str, Any], typed: Any) -> Any:
+    """Call an approving method; a missing or wrong typed amount becomes `typed(amount)`, the
+    command line's own words for what to type, and any other refusal its message."""
     from svc_console.agent import AgentError
 
-    with connect(None, operator=True) as agent:
-        params = with_passphrase(agent, params)
-        try:
-            outcome = agent.call(
-                "approvals.approve_many", {k: v for k, v in params.items() if v is not None}
-            )
-        except AgentError as exc:
-            if exc.reason == "confirmation_required":
-                amount = exc.data.get("amount")
-                raise CommandError(
-                    f"these {len(args.request_ids)} requests may cost {amount} USDC in all: to"
-                    f" approve them, type the total: --confirm-amount {amount}",
-                    EXIT_USAGE,
-                ) from None
-            raise CommandError(exc.message, EXIT_USAGE) from None
-    return _print_outcome(outcome)
+    try:
+        return agent.call(method, {k: v for k, v in params.items() if v is not None})
+    except AgentError as exc:
+        if exc.reason == "confirmation_required":
+            raise CommandError(typed(exc.data.get("amount")), EXIT_USAGE) from None
+        raise CommandError(exc.message, EXIT_USAGE) from None
 
 
 def _print_outcome(outcome: dict[str, str]) -> int:

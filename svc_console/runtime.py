@@ -7,7 +7,6 @@ broker and its socket from the settings, and tears them down in order.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 import time
@@ -30,6 +29,7 @@ from svc_console.config.service import ServiceConfig
 from svc_console.core.money import format_usdc
 from svc_console.core.private_files import ensure_private_dir
 from svc_console.core.sanitize import inert_line
+from svc_console.core.tasks import cancel_and_wait
 from svc_console.ledger import Ledger
 from svc_console.market.gateway import Marketplace
 from svc_console.market.mcp import MCP_PATH
@@ -294,11 +294,8 @@ class Runtime:
         if self.usage is not None:
             await self.usage.stop()
             self.usage = None
-        if self._policy_watch is not None:
-            self._policy_watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._policy_watch
-            self._policy_watch = None
+        await cancel_and_wait([self._policy_watch])
+        self._policy_watch = None
         for socket in (self.socket, self.operator_socket):
             if socket is not None:
                 await socket.stop()

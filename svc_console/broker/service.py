@@ -29,6 +29,7 @@ from svc_console.broker.pauses import AgentPauses
 from svc_console.core.models import SpendRequest, Submitter
 from svc_console.core.money import format_usdc
 from svc_console.core.states import CANCELLABLE, FINAL, IllegalTransition, State
+from svc_console.core.tasks import cancel_and_wait
 from svc_console.ledger import Ledger
 from svc_console.ledger.budgets import open_reserved
 from svc_console.market.gateway import Marketplace
@@ -129,12 +130,7 @@ class Broker:
 
     async def stop(self) -> None:
         self.grants.stop()
-        tasks = [*self._tasks, *([self._expiry] if self._expiry else [])]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait([*self._tasks, self._expiry])
         for waiters in [*self._waiters.values(), *self._watchers.values()]:
             for waiter in waiters:
                 waiter.cancel()
@@ -194,7 +190,8 @@ class Broker:
         (self._watchers if any_change else self._waiters).setdefault(request_id, set()).add(waiter)
         try:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiter, timeout_s)
+                async with asyncio.timeout(timeout_s):  # not wait_for: see usage_follow.py
+                    await waiter
         finally:
             for table in (self._waiters, self._watchers):
                 waiters = table.get(request_id)

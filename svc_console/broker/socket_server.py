@@ -340,7 +340,8 @@ class ApprovalSocket:
                 if writer.transport.get_write_buffer_size() > self.limits.write_buffer_bytes:
                     # A client that is not reading: wait a while for it, then let it go, so the
                     # broker never buffers without end.
-                    await asyncio.wait_for(writer.drain(), self.limits.write_timeout_s)
+                    async with asyncio.timeout(self.limits.write_timeout_s):
+                        await writer.drain()
             except (TimeoutError, ConnectionError, OSError):
                 # Abort, not close: close() would wait to flush to a peer that does not read.
                 writer.transport.abort()

@@ -22,6 +22,7 @@ import httpx
 
 from svc_console.config.notify_settings import NotifySettings, Webhook
 from svc_console.core.models import SpendRequest
+from svc_console.core.tasks import cancel_and_wait
 from svc_console.market.http import tls
 from svc_console.services.notify_events import EventWatch
 from svc_console.services.notify_messages import Notice, render
@@ -92,12 +93,7 @@ class Notifier:
             with contextlib.suppress(ValueError):
                 unsubscribe()
         self._unsubscribe.clear()
-        tasks = [*self._tasks, *([self._sweep] if self._sweep else [])]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait([*self._tasks, self._sweep])
         self._sweep = None
         self._loop = None
         if self._client is not None:

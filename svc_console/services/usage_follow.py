@@ -14,6 +14,7 @@ from typing import Any
 
 from svc_console.core.models import SpendRequest
 from svc_console.core.states import State
+from svc_console.core.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 EVERY_S = 300.0
@@ -48,11 +49,8 @@ class UsageFollower:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait([self._task])
+        self._task = None
 
     def sync_soon(self) -> None:
         """Sync at the next moment (after the settling pause), not at the next period."""
@@ -69,8 +67,11 @@ class UsageFollower:
     async def _run(self) -> None:
         while True:
             await self._once()
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation
+            # that arrives as the event is set, and stop() would then wait forever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._soon.wait(), self._every_s)
+                async with asyncio.timeout(self._every_s):
+                    await self._soon.wait()
                 await asyncio.sleep(self._settle_s)
             self._soon.clear()
 

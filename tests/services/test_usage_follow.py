@@ -4,9 +4,12 @@ sync that fails is logged and the console goes on."""
 
 from __future__ import annotations
 
+import asyncio
+
 from helpers import eventually, operator, submit
 
 from svc_console.core.states import State
+from svc_console.services.usage_follow import UsageFollower
 
 
 def usage_rows(runtime) -> int:
@@ -35,3 +38,27 @@ async def test_a_failed_sync_is_kept_as_the_last_error_and_the_console_goes_on(r
     runtime.usage.sync_soon()
     await eventually(lambda: runtime.usage.last_error is not None, timeout=20)
     assert runtime.broker is not None and runtime.usage.running
+
+
+async def test_stopping_as_a_sync_is_asked_for_still_stops():
+    """The cancellation of stop() arriving in the same turn of the loop as sync_soon(): on
+    Python 3.11, asyncio.wait_for returned normally then, the follower went on and stop() never
+    returned (the suite hung in CI)."""
+    synced = asyncio.Event()
+
+    async def sync() -> None:
+        return None
+
+    follower = UsageFollower(sync, clock=lambda: 0.0)
+    follower.listeners.append(synced.set)
+    follower.start(Subscribable())
+    await synced.wait()  # the follower now enters its wait, as this test resumes
+    follower.sync_soon()
+    async with asyncio.timeout(10):  # a bound for a hang, not a timing: stop() is immediate
+        await follower.stop()
+    assert not follower.running
+
+
+class Subscribable:
+    def subscribe(self, listener):
+        return lambda: None

@@ -53,11 +53,21 @@ class _Attempt:
 
 
 class Executor:
-    def __init__(self, ledger: Ledger, market: Marketplace, clock: Callable[[], float]):
+    def __init__(
+        self,
+        ledger: Ledger,
+        market: Marketplace,
+        clock: Callable[[], float],
+        started: Callable[[str], None] = lambda request_id: None,
+    ):
         self.ledger, self.market, self.clock = ledger, market, clock
+        # Told once an attempt is committed as executing, before anything is paid: the state
+        # can last as long as the provider takes, and watchers must see it while it does.
+        self.started = started
 
     async def run(self, request_id: str) -> Executed:
         attempt = self._start(request_id)
+        self.started(request_id)
         request = attempt.request
         try:
             outcome = await self.market.payer(request.kind).pay(_order(attempt))

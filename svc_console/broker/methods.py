@@ -153,7 +153,9 @@ class Methods:
         self._own(caller, wait.request_id)
         with self._waiting(caller):
             changes = wait.until == "change"
-            request = await self.broker.wait(wait.request_id, wait.timeout_s, any_change=changes)
+            request = await self.broker.wait(
+                wait.request_id, wait.timeout_s, any_change=changes, seen=wait.seen
+            )
             return public(request)
 
     @contextlib.contextmanager

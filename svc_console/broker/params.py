@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from svc_console.core.models import AGENT_NAME, AGENT_NAME_RULE, Kind
 from svc_console.core.money import Usdc
+from svc_console.core.states import State
 
 MAX_PURPOSE = 2000
 MAX_WAIT_S = 3600.0
@@ -70,6 +71,9 @@ class WaitParams(RequestParams):
     timeout_s: float = Field(30.0, ge=0, le=MAX_WAIT_S)
     # "change": return at the request's next change of state, not only when it is final.
     until: Literal["final", "change"] = "final"
+    # With "change": the state the caller last saw. A request already past it is answered at
+    # once, so a change between two waits (executing, over in a moment) is never missed.
+    seen: State | None = None
 
 
 class FundWaitParams(WaitParams):

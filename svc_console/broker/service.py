@@ -107,7 +107,7 @@ class Broker:
             clock=clock,
         )
         self._intake = Intake(ledger, market, self.policy, self.decisions, endpoints)
-        self._executor = Executor(ledger, market, clock)
+        self._executor = Executor(ledger, market, clock, started=self._changed)
         self.pauses = AgentPauses(ledger, self.policy, clock)
         self.grants = OperatorGrants(ledger, getattr(self.policy, "grants", None), clock)
         self._listeners: list[Listener] = []
@@ -179,12 +179,20 @@ class Broker:
         return request
 
     async def wait(
-        self, request_id: str, timeout_s: float, *, any_change: bool = False
+        self,
+        request_id: str,
+        timeout_s: float,
+        *,
+        any_change: bool = False,
+        seen: State | None = None,
     ) -> SpendRequest:
         """Until the request is final, or changes at all with `any_change` (or the timeout
-        passes): its state then."""
+        passes): its state then. With `any_change`, a request no longer in the `seen` state has
+        already changed: it is answered at once."""
         request = self.get(request_id)
         if request.state in FINAL or timeout_s <= 0:
+            return request
+        if any_change and seen is not None and request.state != seen:
             return request
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         (self._watchers if any_change else self._waiters).setdefault(request_id, set()).add(waiter)

@@ -79,13 +79,12 @@ class Bridge:
 
     async def _follow(self, ctx: Any, request_id: str) -> types.CallToolResult:
         """Wait for the request's outcome, saying where it stands; cancelled with the client."""
-        said, step = None, 0
+        said, step, seen = None, 0, None
         try:
             while True:
-                request = await self.agent.call(
-                    "spend.wait",
-                    {"request_id": request_id, "timeout_s": WAIT_CHUNK_S, "until": "change"},
-                )
+                asked = {"request_id": request_id, "timeout_s": WAIT_CHUNK_S, "until": "change"}
+                request = await self.agent.call("spend.wait", {**asked, "seen": seen})
+                seen = request["state"]
                 words = progress_words(request)
                 if words != said:
                     said, step = words, step + 1

@@ -59,6 +59,28 @@ async def test_submit_approve_execute_returns_upstream_result(runtime, sandbox):
     assert sandbox.state.executions_count() == 1
 
 
+async def test_a_wait_for_a_change_is_answered_at_once_when_the_state_seen_is_past(runtime):
+    """`executing` can begin and end between two waits of a client following a request: a
+    client that says what it last saw is answered as soon as the request is past it, and the
+    start of an execution is a change watchers hear while it lasts."""
+    ticket = await submit(runtime)
+    request_id = ticket["request_id"]
+    await pending(runtime, request_id)
+    async with AsyncAgent("bot", runtime.paths.socket) as agent:
+        asked = {"request_id": request_id, "until": "change", "timeout_s": 3600}
+        async with asyncio.timeout(20):  # a bound for a hang; the answer is immediate
+            answered = await agent.call("spend.wait", {**asked, "seen": "received"})
+        assert answered["state"] == "pending"
+        heard: list[str] = []
+        runtime.broker.subscribe(lambda request: heard.append(request.state.value))
+        following = asyncio.create_task(agent.call("spend.wait", {**asked, "seen": "pending"}))
+        await runtime.broker.approve(ApproveParams(request_id=request_id))
+        # Whenever the wait reached the broker, before the approval or after: past pending.
+        assert (await following)["state"] in ("approved", "executing", "succeeded")
+        await eventually(lambda: runtime.broker.get(request_id).state == State.succeeded)
+    assert heard[:3] == ["approved", "executing", "succeeded"]
+
+
 async def test_deny_with_reason_spends_nothing(runtime, sandbox):
     async with AsyncAgent("bot", runtime.paths.socket) as agent:
         ticket = await agent.submit(**SEARCH, purpose="p")

@@ -13,7 +13,7 @@ import json
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from decimal import Decimal
 from typing import Any
 
@@ -71,10 +71,18 @@ async def decide(runtime: Any, request_id: str, method: str, **params: Any) -> N
 
 
 async def call_and_decide(
-    runtime: Any, client: ClientSession, tool: str, arguments: dict, method: str, **decision: Any
+    runtime: Any,
+    client: ClientSession,
+    tool: str,
+    arguments: dict,
+    method: str,
+    *,
+    after: Callable[[list[str]], Awaitable[None]] | None = None,
+    **decision: Any,
 ) -> tuple[str, Any, list[str]]:
-    """Call a paid tool, decide its request on the operator socket while the call waits, and
-    return the request id, the tool's result and the progress messages heard."""
+    """Call a paid tool, decide its request on the operator socket while the call waits (then
+    await `after` with the progress heard so far), and return the request id, the tool's result
+    and the progress messages heard."""
     heard: list[str] = []
     results: list[Any] = []
 
@@ -90,6 +98,8 @@ async def call_and_decide(
         await eventually(lambda: any("waiting for the operator" in m for m in heard))
         assert not results  # still waiting for the operator
         await decide(runtime, request_id, method, **decision)
+        if after is not None:
+            await after(heard)
     return request_id, results[0], heard
 
 
@@ -118,10 +128,27 @@ async def test_tools_are_listed_with_schemas_and_a_free_tool_is_answered(runtime
     assert json.loads(reads[0][0])["agent"] == "mcp-bot"
 
 
-async def test_a_paid_call_waits_for_the_operator_with_progress_then_returns_the_result(runtime):
+async def test_a_paid_call_waits_for_the_operator_with_progress_then_returns_the_result(
+    runtime, monkeypatch
+):
+    # The payment waits until the client has heard "executing": a state that can otherwise be
+    # over before the bridge looks at the request again.
+    heard_executing = anyio.Event()
+    pay = runtime.market.wallet.pay
+
+    async def held(order: Any) -> Any:
+        await heard_executing.wait()
+        return await pay(order)
+
+    monkeypatch.setattr(runtime.market.wallet, "pay", held)
+
+    async def release(heard: list[str]) -> None:
+        await eventually(lambda: any(m.startswith("executing") for m in heard))
+        heard_executing.set()
+
     async with bridge(runtime, "--agent", "mcp-bot") as client:
         request_id, result, heard = await call_and_decide(
-            runtime, client, "call_market_api", SEARCH, "approvals.approve"
+            runtime, client, "call_market_api", SEARCH, "approvals.approve", after=release
         )
     assert result.is_error is False
     facts = result.structured_content

@@ -10,7 +10,8 @@ Within the first two minutes a newcomer meets each path worth seeing: requests t
 approves (within a budget), denies (an e-mail address in a scraped URL) or leaves to the operator;
 a repeated call stopped by the brakes; a 1.50 USDC video clip above the typed-confirmation
 threshold, which meets a wallet too poor to pay it (`DEMO_BALANCE`): the funding checkout, its
-QR code and the single retry; and usage that fills by itself.
+QR code and the single retry; a paid call the service then bills at three times its approval
+(an `overbill` fault of the sandbox's), flagged on the usage screen; and usage that fills by itself.
 
 `TRAFFIC` holds them all while the operator reads (the approvals screen's pause key in the demo):
 each waits there before its next submission, and none is lost or hurried after.
@@ -214,9 +215,11 @@ circuit_breaker:
 
 
 def prepare(sandbox: Any) -> None:
-    """The demo's sandbox: a wallet too poor for the video clip (see DEMO_BALANCE)."""
+    """The demo's sandbox: a wallet too poor for the video clip (see DEMO_BALANCE), and one paid
+    call billed above its approval, for the usage screen's reconciliation to flag."""
     if sandbox is not None:
         sandbox.state.set_balance(DEMO_BALANCE)
+        sandbox.state.faults.add("overbill", factor=3, count=1)
 
 
 def write_policy(folder: Path) -> Path:

@@ -329,7 +329,7 @@ class _AccountRoutes:
             "resourceId": resource,
             "provider": provider,
             "domainType": domain,
-            "amountUsdc": format_usdc(charge.price_usdc),
+            "amountUsdc": format_usdc(charge.billed_usdc),
             "chain": charge.chain,
             "network": self.networks.get(charge.chain, charge.chain),
             "protocol": charge.protocol,
@@ -363,7 +363,7 @@ class _AccountRoutes:
             moment = _since(since)
             charges = [c for c in charges if datetime.fromtimestamp(c.at, UTC) >= moment]
         total = len(charges)
-        spent = sum((c.price_usdc for c in charges), Decimal(0))
+        spent = sum((c.billed_usdc for c in charges), Decimal(0))
         cursor = query.get("cursor")
         if cursor is not None:
             ids = [c.id for c in charges]

@@ -21,6 +21,7 @@ from svc_console.sandbox.faults import (
     DEFAULT_STATUS,
     ROUTE_GROUPS,
     Fault,
+    handling,
     repriced,
 )
 from svc_console.sandbox.web import MAX_BODY_BYTES, error_response
@@ -86,6 +87,10 @@ class FaultInjector:
         if scope["type"] != "http" or path == ADMIN_PATH or path.startswith(ADMIN_PATH + "/"):
             await self.app(scope, receive, send)
             return
+        with handling(path):  # an overbill fires later, at the charge, and matches on the path
+            await self._faulted(path, scope, receive, send)
+
+    async def _faulted(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
         dry_run = False
         if self.state.faults.armed("reprice") and fnmatch.fnmatchcase(
             path, ROUTE_GROUPS["proxy"][0]

@@ -16,6 +16,10 @@ Kinds of fault:
   makes the challenge settle on that chain instead: the payment challenge asks more than the
   dry run estimated, or elsewhere (the wallet proxy answers `PRICE_ABOVE_CEILING`, a market
   route's or an MCP tool's 402 asks for more). Dry runs are never affected.
+- `overbill`: the call is paid as priced, but the account's usage history (and balance) bills
+  `factor` times that (default 2): a billing error of the service's, which the console's
+  reconciliation of usage against its approvals must flag. It fires when a charge is made (not on
+  a dry run or a 402 challenge), so `count: 1` overbills exactly one paid call.
 - `delist`: the provider leaves the allowlisted registry before the route runs: `endpointId`
   removes one endpoint, `provider` all of a provider's; with neither, the endpoint the request
   names (a market route's provider, the proxy body's `endpointId`). Clearing the faults puts them
@@ -57,7 +61,7 @@ from typing import Any
 from svc_console.core.taxonomy import CHAINS
 
 ADMIN_PATH = "/sandbox/faults"
-KINDS = ("error", "latency", "drop", "malformed", "reprice", "delist")
+KINDS = ("error", "latency", "drop", "malformed", "reprice", "overbill", "delist")
 ROUTE_GROUPS: dict[str, tuple[str, ...]] = {
     "proxy": ("/api/wallets/*/actions/*",),
     "market": ("/api/market/*",),
@@ -77,6 +81,7 @@ _OPTIONS = {
     "error": {"status"},
     "latency": {"delay_ms"},
     "reprice": {"factor", "chain"},
+    "overbill": {"factor"},
     "delist": {"endpoint_id", "provider"},
     "drop": set(),
     "malformed": set(),
@@ -95,8 +100,24 @@ _rechain: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 
+# The path of the request being handled, for the faults that fire later than on arrival.
+_handling: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "svc_sandbox_handling", default=None
+)
+
+
 def reprice_factor() -> Decimal:
     return _reprice.get()
+
+
+@contextlib.contextmanager
+def handling(path: str) -> Iterator[None]:
+    """Within it, the request being handled is one to `path`."""
+    token = _handling.set(path)
+    try:
+        yield
+    finally:
+        _handling.reset(token)
 
 
 def repriced_chain() -> str | None:
@@ -287,7 +308,7 @@ class Faults:
                 if delay_ms is None
                 else _int("delay_ms", delay_ms, 0, MAX_DELAY_MS)
             )
-        if kind == "reprice":
+        if kind in ("reprice", "overbill"):
             factor = _reprice_factor(factor, chain)
         for name, value in (("endpoint_id", endpoint_id), ("provider", provider)):
             if value is not None and (not isinstance(value, str) or not 0 < len(value) <= 200):
@@ -355,16 +376,34 @@ class Faults:
     def fire(self, path: str, *, dry_run: bool = False) -> list[Fault]:
         """The faults that fire on a request to `path`, in the order they were armed; counts and
         random draws are consumed here, once per matching request. A dry run is never repriced
-        (the runtime price is what a reprice changes), so it spends none of a reprice's count."""
+        (the runtime price is what a reprice changes), so it spends none of a reprice's count; an
+        overbill fires at the charge instead (`bill_factor`)."""
         fired = []
         with self._lock:
             for fault in self._faults:
                 if not fault.matches(path) or fault.remaining == 0:
                     continue
-                if dry_run and fault.kind == "reprice":
+                if fault.kind == "overbill" or (dry_run and fault.kind == "reprice"):
                     continue
                 if fault._rng is not None and fault._rng.random() >= fault.rate:  # type: ignore[operator]
                     continue
                 fault.fired += 1
                 fired.append(fault)
         return fired
+
+    def bill_factor(self) -> Decimal:
+        """What a charge being made is billed, times what it paid: the product of the overbill
+        faults that fire on it (1 with none); counts are consumed here, once per charge."""
+        path = _handling.get()
+        factor = Decimal(1)
+        if path is None:
+            return factor
+        with self._lock:
+            for fault in self._faults:
+                if fault.kind != "overbill" or not fault.matches(path) or fault.remaining == 0:
+                    continue
+                if fault._rng is not None and fault._rng.random() >= fault.rate:  # type: ignore[operator]
+                    continue
+                fault.fired += 1
+                factor *= fault.factor or DEFAULT_FACTOR
+        return factor

@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from svc_console.core.home import home_folder
-from svc_console.core.money import parse_usdc
+from svc_console.core.money import USDC_DECIMALS, parse_usdc
 from svc_console.sandbox.accounts import Accounts
 from svc_console.sandbox.compute import JobBoard
 from svc_console.sandbox.faults import Faults
@@ -40,6 +40,7 @@ class Charge:
     chain: str
     idempotency_key: str
     at: float
+    billed_usdc: Decimal  # what the usage history says: the price, unless an overbill fault fired
 
 
 @dataclass(frozen=True)
@@ -190,10 +191,13 @@ class SandboxState:
     ) -> Charge:
         """Debits the balance and records the charge; raises InsufficientFunds, spending nothing,
         when the balance is short."""
+        billed = (price_usdc * self.faults.bill_factor()).quantize(
+            Decimal(1).scaleb(-USDC_DECIMALS)
+        )
         with self.lock:
-            if self._balance < price_usdc:
-                raise InsufficientFunds(self._balance, price_usdc)
-            self._balance -= price_usdc
+            if self._balance < billed:
+                raise InsufficientFunds(self._balance, billed)
+            self._balance -= billed
             charge = Charge(
                 id=f"ch_{len(self._charges) + 1:06d}",
                 endpoint_id=endpoint_id,
@@ -202,6 +206,7 @@ class SandboxState:
                 chain=chain,
                 idempotency_key=idempotency_key,
                 at=time.time(),
+                billed_usdc=billed,
             )
             self._charges.append(charge)
             return charge
@@ -230,4 +235,4 @@ class SandboxState:
 
     def total_charged(self) -> Decimal:
         with self.lock:
-            return sum((c.price_usdc for c in self._charges), Decimal(0))
+            return sum((c.billed_usdc for c in self._charges), Decimal(0))

@@ -182,6 +182,27 @@ async def test_reprice_asks_more_than_the_dry_run(wallet: WalletClient, http, sa
     assert sandbox.state.reprice_factor == 1
 
 
+async def test_an_overbill_bills_one_paid_call_above_what_it_paid(
+    wallet: WalletClient, http, admin
+):
+    created = http.post(
+        "/sandbox/faults", json={"kind": "overbill", "factor": 3, "count": 1}, headers=admin
+    )
+    assert created.status_code == 201 and created.json()["fault"]["factor"] == "3"
+    await wallet.dry_run("x402", WEBSEARCH_ID, SEARCH_INPUTS)
+    assert http.post(MARKET_SEARCH, json=SEARCH_INPUTS).status_code == 402  # a challenge
+    assert http.get("/sandbox/faults", headers=admin).json()["faults"][0]["fired"] == 0
+    paid = await _execute(wallet, "ob-1")
+    again = await _execute(wallet, "ob-2")
+    assert paid.charged_usdc == again.charged_usdc == Decimal("0.01")  # paid as priced
+    usage = http.get("/api/agent/usage", headers=admin).json()
+    assert [c["amountUsdc"] for c in usage["charges"]] == ["0.03", "0.01"]
+    refused = http.post(
+        "/sandbox/faults", json={"kind": "overbill", "chain": "base"}, headers=admin
+    )
+    assert refused.status_code == 400 and "chain" in refused.text
+
+
 async def test_a_provider_leaving_the_registry(wallet: WalletClient, http, admin, sandbox):
     state = sandbox.state
     http.post("/sandbox/faults", json={"kind": "delist", "count": 1}, headers=admin)

@@ -32,6 +32,24 @@ async def test_a_charge_reaches_the_usage_history_without_a_manual_sync(runtime)
     assert linked == 1
 
 
+async def test_a_charge_the_service_bills_above_the_approval_is_flagged(runtime, sandbox):
+    sandbox.state.faults.add("overbill", factor=3, count=1)  # the service bills 0.03 for 0.01
+    ticket = await submit(runtime)
+    request_id = ticket["request_id"]
+    await eventually(lambda: runtime.broker.get(request_id).state == State.pending)
+    async with operator(runtime) as console:
+        await console.call("approvals.approve", {"request_id": request_id})
+    await eventually(lambda: runtime.broker.get(request_id).state == State.succeeded)
+
+    def flagged():
+        return runtime.ledger.db.execute(
+            "SELECT amount, flag FROM usage WHERE request_id = ?", [request_id]
+        ).fetchall()
+
+    await eventually(lambda: flagged() != [], timeout=20)
+    assert flagged() == [(30_000, "above_ceiling")]  # atomic USDC
+
+
 async def test_a_failed_sync_is_kept_as_the_last_error_and_the_console_goes_on(runtime, sandbox):
     await eventually(lambda: runtime.usage.last_synced_at is not None)
     sandbox.stop()  # the service is gone

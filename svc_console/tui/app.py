@@ -341,4 +341,5 @@ class ConsoleApp(App[None]):
             return
         entry = navigation.entry_for(self.screen)
         title = entry.title if entry is not None else "svc-console"
-        self.push_screen(HelpScreen(title, entry.name if entry else None, self.keymap))
+        notes = getattr(self.screen, "HELP_NOTES", "")  # what the screen's columns and codes mean
+        self.push_screen(HelpScreen(title, entry.name if entry else None, self.keymap, notes))

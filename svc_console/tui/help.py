@@ -53,16 +53,22 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = bindings.bindings("help")
 
-    def __init__(self, title: str, scope: str | None, keymap: Mapping[str, str]) -> None:
+    def __init__(
+        self, title: str, scope: str | None, keymap: Mapping[str, str], notes: str = ""
+    ) -> None:
         super().__init__(id="help")
         self.screen_title = title
         self.scope = scope
         self.keymap = dict(keymap)
+        self.notes = notes
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help-dialog"):
             yield Label(f"Keys: {self.screen_title}", id="help-title")
             with VerticalScroll(id="help-body"):
+                if self.notes:
+                    yield Static("Reading the screen", classes="help-heading")
+                    yield Static(self.notes, markup=False, classes="help-more")
                 if self.scope is not None:
                     scoped = bindings.commands(self.scope)
                     keyed = [command for command in scoped if command.keys]

@@ -394,6 +394,60 @@ async def test_hostile_text_is_shown_inert(console: Callable[..., ConsoleApp]):
         assert app.is_running and "[@click=app.quit]" in screen_text(app)
 
 
+async def test_the_detail_pane_sizes_scrolls_and_explains_itself(
+    console: Callable[..., ConsoleApp],
+):
+    app = console()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await started(pilot)
+        async with AsyncAgent("research-bot", app.runtime.paths.socket) as agent:
+            await agent.submit(**{**SEARCH, "purpose": "\n".join(f"line {n}" for n in range(80))})
+        await rows(pilot, 1)
+        await pilot.press("v")  # all of the agent's text: longer than the pane
+        pane = app.screen.query_one("#detail-pane")
+        detail = app.screen.query_one(RequestDetail)
+        await until(pilot, lambda: detail.max_scroll_y > 0)
+        # A share of the terminal, not a fixed 46 columns: 40% of 160 by default.
+        assert pane.outer_size.width == 64
+        await pilot.press("greater_than_sign", "greater_than_sign")
+        await until(pilot, lambda: pane.outer_size.width == 96)
+        for _ in range(5):  # past the largest size: it stays there
+            await pilot.press("greater_than_sign")
+        await until(pilot, lambda: pane.outer_size.width == 112)
+        for _ in range(6):
+            await pilot.press("less_than_sign")
+        await until(pilot, lambda: pane.outer_size.width == 48)  # 30% of 160
+        await pilot.press("J")
+        await until(pilot, lambda: detail.scroll_y > 0)
+        await pilot.press("K")
+        await until(pilot, lambda: detail.scroll_y == 0)
+        text = screen_text(app)
+        assert "J/K scroll · </> size · F1 help" in text
+        assert "risk: H high · W warning" in text
+        await pilot.press("f1")
+        await until(pilot, lambda: "Reading the screen" in screen_text(app))
+        assert "H2 W1 = two high-severity flags and one warning" in screen_text(app)
+
+
+async def test_the_detail_pane_stacked_takes_a_share_of_the_height(
+    console: Callable[..., ConsoleApp],
+):
+    app = console()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(pilot)
+        async with AsyncAgent("research-bot", app.runtime.paths.socket) as agent:
+            await agent.submit(**SEARCH)
+        await rows(pilot, 1)
+        pane = app.screen.query_one("#detail-pane")
+        await until(pilot, lambda: pane.outer_size.width == 80)
+        before = pane.outer_size.height
+        await pilot.press("greater_than_sign")
+        await until(pilot, lambda: pane.outer_size.height > before)
+        await pilot.press("less_than_sign", "less_than_sign")
+        await until(pilot, lambda: pane.outer_size.height < before)
+        assert pane.outer_size.width == 80
+
+
 # -- sorting, filtering, paging, history --------------------------------------------------------
 
 

@@ -8,14 +8,21 @@ with markup off, like the rest of the screen.
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
+from typing import Any
 
 from rich.text import Text
 from textual.widgets import Static
 
+from svc_console.broker import BrokerError
+from svc_console.broker.deciders import Decider
 from svc_console.core.sanitize import inert_line
 from svc_console.ledger.pauses import Pause
 from svc_console.tui.colors import Palette
+
+log = logging.getLogger(__name__)
 
 # Lines the strip may take.
 SHOWN = 3
@@ -45,6 +52,50 @@ class PausedAgents(Static):
         self.display = bool(pauses)
         self.update(render(pauses, now, colours, self.key))
         return True
+
+
+class ResumeKey:
+    """`R` on the approvals screen (a mixin of it): resume a paused agent."""
+
+    query_one: Callable[..., Any]
+    notify: Callable[..., Any]
+    table: Any
+    broker: Any
+    _show_pauses: Callable[[], None]
+
+    def action_resume_agent(self) -> None:
+        """Resume the selected request's agent if it is paused, else the only paused agent."""
+        strip = self.query_one(PausedAgents)
+        paused = strip.agents
+        request = self.table.selected
+        if request is not None and request.agent in paused:
+            agent = request.agent
+        elif len(paused) == 1:
+            agent = paused[0]
+        else:
+            if paused:
+                names = ", ".join(inert_line(name, 40) for name in paused)
+                text = f"Paused: {names}. Select a request of the one to resume, press {strip.key}."
+            else:
+                text = "No agent is paused."
+            self.notify(text, title="Which agent?", severity="warning", markup=False)
+            return
+        try:
+            self.broker.pauses.resume(agent, Decider.this_process())
+        except BrokerError as exc:
+            self.notify(exc.message, title="Could not resume", severity="error", markup=False)
+        except Exception:
+            log.exception("resuming %s failed", agent)
+            self.notify(
+                "Unexpected error; see the log for details.",
+                title="Could not resume",
+                severity="error",
+            )
+        else:
+            self.notify(
+                f"Agent {inert_line(agent, 40)} resumed: its rules apply again", markup=False
+            )
+        self._show_pauses()
 
 
 def render(pauses: list[Pause], now: float, colours: Palette, key: str = "R") -> Text:

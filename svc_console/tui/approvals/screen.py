@@ -18,16 +18,14 @@ from collections.abc import Callable
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import ContentSwitcher, DataTable, Footer, Header, Input, Static
 
-from svc_console.broker import Broker, BrokerError
-from svc_console.broker.deciders import Decider
+from svc_console.broker import Broker
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
-from svc_console.core.sanitize import inert_line
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
 from svc_console.tui import present
@@ -35,6 +33,7 @@ from svc_console.tui.approvals.bulk import Marks
 from svc_console.tui.approvals.deciding import Deciding
 from svc_console.tui.approvals.demo_traffic import DemoTraffic
 from svc_console.tui.approvals.detail import RequestDetail, gone_notice
+from svc_console.tui.approvals.detail_pane import HELP_NOTES, LIST_LEGEND, DetailKeys, DetailPane
 from svc_console.tui.approvals.filter_bar import FilterBar
 from svc_console.tui.approvals.history import HistoryTable
 from svc_console.tui.approvals.list_status import ListStatus
@@ -45,7 +44,7 @@ from svc_console.tui.approvals.notices import (
     outcome_text,
     pending_status,
 )
-from svc_console.tui.approvals.paused import PausedAgents
+from svc_console.tui.approvals.paused import PausedAgents, ResumeKey
 from svc_console.tui.bindings import bindings, commands
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.desktop_notice import desktop_notice
@@ -91,7 +90,7 @@ _PENDING_ACTIONS = (
 
 
 @register_screen("approvals", title="Approvals", key="1", order=1)
-class ApprovalsScreen(Deciding, DemoTraffic, Screen[None]):
+class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]):
     """Pending requests and their detail; `a` approves, `d` denies (`A`, `D` for a while, `w`
     always; with marks, every marked request); `h` shows the history."""
 
@@ -99,6 +98,7 @@ class ApprovalsScreen(Deciding, DemoTraffic, Screen[None]):
     # The queue, not the filter's input (the first focusable widget): keys act on requests.
     AUTO_FOCUS = f"#{PENDING.name}"
     SUB_TITLE = "approvals"
+    HELP_NOTES = HELP_NOTES
     # Notifications on the list's side, never over the detail the operator reads before
     # deciding: bottom left beside it; above it on a narrow terminal, below the banner and the
     # header's count.
@@ -154,10 +154,12 @@ class ApprovalsScreen(Deciding, DemoTraffic, Screen[None]):
         yield ListStatus(id="list-status")
         yield FilterBar(id="filter")
         with Horizontal(id="approvals-body"):
-            with ContentSwitcher(initial=PENDING.name, id="lists"):
-                yield RequestQueue(id=PENDING.name)
-                yield HistoryTable(id=HISTORY_LIST.name)
-            yield RequestDetail(id="detail")
+            with Vertical(id="lists-column"):
+                with ContentSwitcher(initial=PENDING.name, id="lists"):
+                    yield RequestQueue(id=PENDING.name)
+                    yield HistoryTable(id=HISTORY_LIST.name)
+                yield Static(LIST_LEGEND, id="list-legend", markup=False)
+            yield DetailPane(self.detail_hint(), id="detail-pane")
         yield Static("", id="empty", markup=False)
         yield Footer()
 
@@ -439,11 +441,6 @@ class ApprovalsScreen(Deciding, DemoTraffic, Screen[None]):
         self.set_class(bool(event.value), "-filtering")
         self.table.focus()
 
-    def action_toggle_agent_words(self) -> None:
-        detail = self.query_one(RequestDetail)
-        detail.expanded = not detail.expanded
-        self._show_selected()
-
     def action_cursor_down(self) -> None:
         self.table.action_cursor_down()
 
@@ -456,39 +453,3 @@ class ApprovalsScreen(Deciding, DemoTraffic, Screen[None]):
     def _key_of(self, command_id: str) -> str:
         command = next(c for c in commands("approvals") if c.id == command_id)
         return key_display(self.app, command, getattr(self.app, "keymap", {}))
-
-    # -- pauses ---------------------------------------------------------------------------------
-
-    def action_resume_agent(self) -> None:
-        """Resume the selected request's agent if it is paused, else the only paused agent."""
-        strip = self.query_one(PausedAgents)
-        paused = strip.agents
-        request = self.table.selected
-        if request is not None and request.agent in paused:
-            agent = request.agent
-        elif len(paused) == 1:
-            agent = paused[0]
-        else:
-            if paused:
-                names = ", ".join(inert_line(name, 40) for name in paused)
-                text = f"Paused: {names}. Select a request of the one to resume, press {strip.key}."
-            else:
-                text = "No agent is paused."
-            self.notify(text, title="Which agent?", severity="warning", markup=False)
-            return
-        try:
-            self.broker.pauses.resume(agent, Decider.this_process())
-        except BrokerError as exc:
-            self.notify(exc.message, title="Could not resume", severity="error", markup=False)
-        except Exception:
-            log.exception("resuming %s failed", agent)
-            self.notify(
-                "Unexpected error; see the log for details.",
-                title="Could not resume",
-                severity="error",
-            )
-        else:
-            self.notify(
-                f"Agent {inert_line(agent, 40)} resumed: its rules apply again", markup=False
-            )
-        self._show_pauses()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from svc_console.cli.errors import EXIT_USAGE, CommandError
@@ -103,13 +104,7 @@ def run_approve(args: argparse.Namespace) -> int:
         params["grant_for"], params["grant_total"] = args.grant_for, args.total
     with connect(None, operator=True) as agent:
         request = _approving(
-            agent,
-            "approvals.approve",
-            with_passphrase(agent, params),
-            lambda amount: (
-                f"{args.request_id} may cost {amount} USDC: to approve, type the"
-                f" amount: --confirm-amount {amount}"
-            ),
+            agent, "approvals.approve", with_passphrase(agent, params), _type_it(args.request_id)
         )
     print(f"{request['id']} {request['state']}")
     if args.grant_for is not None:
@@ -174,10 +169,9 @@ def _approve_always(args: argparse.Namespace) -> int:
         params = with_passphrase(
             agent, {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
         )
-        request = call(
-            lambda: agent.call(
-                "approvals.approve", {k: v for k, v in params.items() if v is not None}
-            )
+        unwritten = "; nothing was approved or written"
+        request = _approving(
+            agent, "approvals.approve", params, _type_it(args.request_id, unwritten)
         )
     always_rule.save(proposal)
     print(f"{request['id']} {request['state']}")
@@ -203,6 +197,14 @@ def _approve_many(args: argparse.Namespace) -> int:
             ),
         )
     return _print_outcome(outcome)
+
+
+def _type_it(request_id: str, after: str = "") -> Callable[[str], str]:
+    """What to say when the amount must be typed: the option and the amount to give it."""
+    return lambda amount: (
+        f"{request_id} may cost {amount} USDC: to approve, type the amount:"
+        f" --confirm-amount {amount}{after}"
+    )
 
 
 def _approving(agent: Any, method: str, params: dict[str, Any], typed: Any) -> Any:

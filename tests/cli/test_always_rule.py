@@ -135,3 +135,34 @@ def test_glob_characters_in_a_name_are_written_as_themselves():
     assert outcome("a*[b]?", "ep_*") == "auto_approve"
     assert outcome("ab", "ep_*") == "ask" and outcome("axx[b]z", "ep_*") == "ask"
     assert outcome("a*[b]?", "ep_websearch") == "ask"
+
+
+async def test_always_above_the_threshold_says_what_to_type_and_writes_nothing(paths, make_runtime):
+    paths.home.mkdir(parents=True, exist_ok=True)
+    policy = paths.home / "SKILLS.md"
+    text = POLICY.replace("per_call_max_usdc: 1", "per_call_max_usdc: 1\nconfirm_above_usdc: 0.005")
+    policy.write_text(text)
+    runtime = make_runtime()
+    await runtime.start()
+    try:
+        request = await settled(runtime)
+        assert request.state == State.pending
+        untyped = await cli(runtime, "approve", request.id, "--always", "--policy", str(policy))
+        assert untyped.returncode == 2
+        assert "--confirm-amount 0.01; nothing was approved or written" in untyped.stderr
+        assert policy.read_text() == text
+        assert runtime.broker.get(request.id).state == State.pending
+        typed = await cli(
+            runtime,
+            "approve",
+            request.id,
+            "--always",
+            "--policy",
+            str(policy),
+            "--confirm-amount",
+            "0.01",
+        )
+        assert typed.returncode == 0, typed.stderr
+        assert "always bot ep_websearch_basic" in policy.read_text()
+    finally:
+        await runtime.stop()

@@ -286,11 +286,13 @@ class Broker:
         """The pending requests named (each once) and the most approving all would let the
         console pay; raises if one is not pending."""
         requests = [self._pending(request_id) for request_id in dict.fromkeys(request_ids)]
-        total = sum(
-            (approval_ceiling(r, r.estimate) for r in requests if r.estimate is not None),
-            Decimal(0),
-        )
-        return requests, total
+        return requests, _most(requests)
+
+    def _asked_total(self, request_ids: Iterable[str]) -> tuple[list[SpendRequest], Decimal]:
+        """The requests named (each once), whatever their state now, and the most approving
+        them all would have let the console pay; raises for an unknown id."""
+        requests = [self.get(request_id) for request_id in dict.fromkeys(request_ids)]
+        return requests, _most(requests)
 
     async def approve_many(
         self,
@@ -302,8 +304,10 @@ class Broker:
     ) -> dict[str, str]:
         """Approve several pending requests, each with its own decision and audit event, after
         one confirmation of their total (when it passes the threshold). Returns, by request, its
-        state after, or why it was not approved (it expired meanwhile, a budget was spent)."""
-        requests, total = self.pending_total(request_ids)
+        state after, or why it was not approved (it expired or was cancelled meanwhile, a budget
+        was spent). The total confirmed is that of every request asked for, as the operator saw
+        them: one that left the queue since is left out, never the reason to approve none."""
+        requests, total = self._asked_total(request_ids)
         if self.decisions.total_confirmation_needed(total) and confirm_total != total:
             said = (
                 "type the total"
@@ -330,8 +334,9 @@ class Broker:
     async def deny_many(
         self, request_ids: Iterable[str], reason: str, decider: Decider | None = None
     ) -> dict[str, str]:
-        """Deny several pending requests, each with its own decision."""
-        requests, _total = self.pending_total(request_ids)
+        """Deny several pending requests, each with its own decision; one that left the queue
+        meanwhile is said, and the others are denied."""
+        requests, _total = self._asked_total(request_ids)
         outcome: dict[str, str] = {}
         for request in requests:
             try:
@@ -475,3 +480,10 @@ class Broker:
                 listener(request)
             except Exception:
                 log.exception("a listener failed")
+
+
+def _most(requests: Iterable[SpendRequest]) -> Decimal:
+    """The most approving every one of `requests` would let the console pay."""
+    return sum(
+        (approval_ceiling(r, r.estimate) for r in requests if r.estimate is not None), Decimal(0)
+    )

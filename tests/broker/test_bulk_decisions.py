@@ -15,7 +15,7 @@ import pytest
 from helpers import eventually
 
 from svc_console.agent import AsyncAgent
-from svc_console.broker.errors import ConfirmationRequired, WrongState
+from svc_console.broker.errors import ConfirmationRequired, UnknownRequest
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
 
@@ -72,12 +72,17 @@ async def test_fifty_requests_approved_with_one_confirmation_are_fifty_decisions
     assert done
 
 
-async def test_a_request_that_left_the_queue_refuses_the_whole_batch(runtime):
+async def test_a_request_that_left_the_queue_is_left_out_and_said(runtime):
     ids = await pending(runtime, 3)
     await runtime.broker.cancel(ids[1])
-    with pytest.raises(WrongState):
-        await runtime.broker.approve_many(ids, confirm_total=Decimal("0.03"))
-    assert decisions(runtime) == 0
+    outcome = await runtime.broker.approve_many(ids, confirm_total=Decimal("0.03"))
+    assert outcome[ids[1]].startswith("not approved:") and "cancelled" in outcome[ids[1]]
+    assert {outcome[ids[0]], outcome[ids[2]]} <= {"approved", "executing", "succeeded"}
+    assert decisions(runtime) == 2
+    later = await pending(runtime, 1)
+    with pytest.raises(UnknownRequest):
+        await runtime.broker.deny_many([*later, "req_nowhere"], "no")
+    assert runtime.broker.get(later[0]).state == State.pending
 
 
 async def test_the_cli_approves_and_denies_several_at_once(runtime):
@@ -95,7 +100,9 @@ async def test_the_cli_approves_and_denies_several_at_once(runtime):
     approved = await asyncio.to_thread(cli, "approve", *ids[:11], "--confirm-amount", "0.11")
     assert approved.returncode == 0, approved.stderr
     assert len(approved.stdout.splitlines()) == 11
+    # One already decided among them: the others are denied, that one is said, the exit is 1.
     denied = await asyncio.to_thread(cli, "deny", ids[11], ids[0], "--reason", "enough")
-    assert denied.returncode == 2 and f"request {ids[0]} is" in denied.stderr
-    only = await asyncio.to_thread(cli, "deny", ids[11], "--reason", "enough")
-    assert only.returncode == 0 and runtime.broker.get(ids[11]).state == State.denied
+    assert denied.returncode == 1, denied.stderr
+    assert f"{ids[11]} denied" in denied.stdout
+    assert f"{ids[0]} not denied: request {ids[0]} is" in denied.stdout
+    assert runtime.broker.get(ids[11]).state == State.denied

@@ -94,6 +94,31 @@ async def test_three_marked_requests_approved_with_one_typed_total(
         await rows(pilot, 2)
 
 
+async def test_the_bulk_dialog_counts_down_to_the_first_deadline_and_leaves_that_one_out(
+    console, paths: Paths, clock: FakeClock
+):
+    ids = seed_pending(paths, 3, clock())
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await rows(pilot, 3)
+        broker = app.runtime.broker
+        await mark_first(pilot, 3)
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, BulkModal))
+        first, second = sorted(broker.get(i).expires_at for i in ids)[:2]
+        assert first < second
+        await until(pilot, lambda: "The first of them expires in" in screen_text(app))
+        clock.advance((first + second) / 2 - clock())  # past the soonest deadline only
+        await until(pilot, lambda: "One of them has expired" in screen_text(app))
+        soonest = next(i for i in ids if broker.get(i).expires_at == first)
+        await until(pilot, lambda: broker.get(soonest).state == State.expired)
+        assert isinstance(app.screen, BulkModal)
+        await pilot.press("enter")  # the dialog still decides the others
+        await until(pilot, lambda: "2 approved, 1 not" in notices(app))
+        others = [i for i in ids if i != soonest]
+        assert all(broker.get(i).decision.approved for i in others)
+
+
 async def test_marks_survive_reloads_and_leave_with_their_request(
     console, paths: Paths, clock: FakeClock
 ):

@@ -23,6 +23,7 @@ from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
 from svc_console.tui.approvals.dialog import DecidingDialog, typed_amount
 from svc_console.tui.modals import MAX_REASON
+from svc_console.tui.widgets.countdown import Countdown
 from svc_console.tui.widgets.queue import endpoint_name
 
 # Requests the dialog names one by one before it counts the rest.
@@ -112,9 +113,11 @@ class BulkModal(DecidingDialog):
         *,
         approve: bool,
         typed: bool,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         super().__init__()
         self.requests, self.total, self._decide = requests, total, decide
+        self.clock = clock
         self.approve, self.typed = approve, typed and approve
         count = len(requests)
         self.TITLE_TEXT = f"{'Approve' if approve else 'Deny'} {count} marked requests"
@@ -143,6 +146,15 @@ class BulkModal(DecidingDialog):
             head = f"{count} requests. Each is denied with the reason below."
         yield Static(Text(head), markup=False, classes="dialog-explain")
         yield Static(self.listing(), markup=False)
+        deadlines = [r.expires_at for r in self.requests if r.expires_at is not None]
+        if self.clock is not None and deadlines:
+            # The soonest deadline: past it that request is left out, the others still decided.
+            yield Countdown(
+                min(deadlines),
+                self.clock,
+                running="The first of them expires in",
+                over="One of them has expired: it will be left out, the others decided.",
+            )
         if self.typed:
             yield Static(
                 f"Type the total, {format_usdc(self.total)}, to approve them all:",
@@ -152,6 +164,10 @@ class BulkModal(DecidingDialog):
         elif not self.approve:
             yield Static("Each agent receives this reason:", classes="dialog-field")
             yield Input(placeholder="why these are denied", id="reason", max_length=MAX_REASON)
+
+    @property
+    def expired(self) -> bool:
+        return False  # each request is decided on its own: an expired one is only left out
 
     async def submit(self) -> None:
         if self.approve:

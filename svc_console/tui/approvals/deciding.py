@@ -346,5 +346,7 @@ class Deciding:
                 text, all_done = said[0]
                 self.notify(text, severity="information" if all_done else "warning", markup=False)
 
-        modal = BulkModal(requests, total, decide, approve=approve, typed=typed)
+        modal = BulkModal(
+            requests, total, decide, approve=approve, typed=typed, clock=self.broker.clock
+        )
         self.app.push_screen(modal, closed)

@@ -88,12 +88,14 @@ class DecidingDialog(ModalScreen[bool]):
 
     @property
     def expired(self) -> bool:
+        """Whether the dialog can no longer decide: its request's time is up."""
         return any(countdown.over for countdown in self.query(Countdown))
 
     @on(Countdown.Expired)
     def _expired(self, event: Countdown.Expired) -> None:
         event.stop()
-        refuse_expired(self)
+        if self.expired:
+            refuse_expired(self)
 
     async def decide(self, attempt: Callable[[], Awaitable[object]]) -> None:
         """Ask the broker; close on success, else say why with the dialog still open."""

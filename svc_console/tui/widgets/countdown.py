@@ -43,11 +43,18 @@ class Countdown(Static):
         """The countdown reached zero: whatever the dialog decides now would be refused."""
 
     def __init__(
-        self, expires_at: float | None, clock: Callable[[], float], *, id: str = "countdown"
+        self,
+        expires_at: float | None,
+        clock: Callable[[], float],
+        *,
+        id: str = "countdown",
+        running: str = "Expires in",
+        over: str = "Expired: this request can no longer be decided.",
     ) -> None:
         super().__init__("", id=id, markup=False)
         self.expires_at = expires_at
         self.clock = clock
+        self.running, self.over_text = running, over
         self._announced = False
         # What the line says now, as plain text.
         self.text = ""
@@ -72,7 +79,7 @@ class Countdown(Static):
         if left is None:
             return
         if left <= 0:
-            self._say("Expired: this request can no longer be decided.")
+            self._say(self.over_text)
             self.set_class(True, "-over")
             self.set_class(False, "-soon")
             if not self._announced:
@@ -80,7 +87,7 @@ class Countdown(Static):
                 self.post_message(self.Expired())
             return
         # Rounded up: "0s" would read as expired while the broker still takes a decision.
-        self._say(f"Expires in {present.duration(math.ceil(left))}")
+        self._say(f"{self.running} {present.duration(math.ceil(left))}")
         self.set_class(left < SOON_S, "-soon")
 
     def _say(self, text: str) -> None:

@@ -70,16 +70,17 @@ class Bridge:
                 )
             if name == tools.MARKET_CALL or name in tools.PAID_KINDS:
                 ticket = await self.agent.call("spend.submit", tools.submission(name, arguments))
-                return await self._follow(ctx, ticket["request_id"])
+                return await self._follow(ctx, ticket["request_id"], ticket.get("state"))
         except tools.BadArguments as exc:
             return _error(str(exc))
         except AgentError as exc:
             return _error(f"svc-console refused: {exc.message}", {"reason": exc.reason})
         return _error(f"no tool {name[:60]!r}")
 
-    async def _follow(self, ctx: Any, request_id: str) -> types.CallToolResult:
-        """Wait for the request's outcome, saying where it stands; cancelled with the client."""
-        said, step, seen = None, 0, None
+    async def _follow(self, ctx: Any, request_id: str, seen: str | None) -> types.CallToolResult:
+        """Wait for the request's outcome, saying where it stands (from `seen`, its state at
+        submission: a change since is answered at once); cancelled with the client."""
+        said, step = None, 0
         try:
             while True:
                 asked = {"request_id": request_id, "timeout_s": WAIT_CHUNK_S, "until": "change"}

@@ -10,8 +10,9 @@
     [[notify.webhook]]
     url = "https://example.com/hook"      # or url_env = "NAME": the address from the environment
     format = "json"                       # json (signed), slack, ntfy
-    secret_env = "SVC_NOTIFY_SECRET"      # json only: the HMAC key, from the environment,
-    # secret_file = "~/.config/svc-notify.key"   # or from an owner-only file
+    secret_env = "SVC_NOTIFY_SECRET"      # json: the HMAC key (required); ntfy: the topic's
+    # secret_file = "~/.config/svc-notify.key"   # access token (optional), sent as a bearer;
+                                                 # from the environment or an owner-only file
 
 A webhook's address may itself be a credential (Slack's are), so no message here ever repeats one;
 errors name the table, the webhook's number and the key. Secrets are read once, here, so a missing
@@ -110,14 +111,12 @@ def _webhook(table: dict[str, Any], where: str, env: Mapping[str, str], home: Pa
     if kind not in FORMATS:
         raise SettingsError(f"{where} format must be one of {', '.join(FORMATS)}")
     named = [key for key in ("secret_env", "secret_file") if key in table]
-    if kind != "json":
-        if named:
-            raise SettingsError(
-                f"{where} {named[0]}: only format json is signed ({kind} takes no secret)"
-            )
+    if kind == "slack" and named:
+        raise SettingsError(f"{where} {named[0]}: format slack takes no secret (its url is one)")
+    if kind == "slack" or (kind == "ntfy" and not named):
         return Webhook(url, kind)
     if len(named) != 1:
-        raise SettingsError(f"{where} format json needs secret_env or secret_file (one of them)")
+        raise SettingsError(f"{where} format {kind} takes secret_env or secret_file (one of them)")
     if named[0] == "secret_env":
         secret = _from_env(table["secret_env"], "secret_env", where, env)
     else:

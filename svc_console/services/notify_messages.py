@@ -121,6 +121,8 @@ def render(notice: Notice, hook: Webhook, now: float | None = None) -> Delivery:
         priority, tags = _NTFY[notice.event]
         text = sentence(notice, clean=lambda part: _NTFY_MARKDOWN.sub(" ", part))
         headers = {"Title": notice.title, "Priority": priority, "Tags": tags}
+        if hook.secret is not None:  # a protected topic's access token
+            headers["Authorization"] = f"Bearer {hook.secret}"
         return Delivery(text.encode(), {"Content-Type": "text/plain; charset=utf-8", **headers})
     body = _json(
         {

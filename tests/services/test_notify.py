@@ -201,10 +201,11 @@ async def test_an_unreachable_receiver_is_retried_then_given_up(start, receiver)
 async def test_slack_and_ntfy_formats(start, receiver):
     clock = FakeClock()
     slack, ntfy = hook(receiver, "slack", "/slack"), hook(receiver, "ntfy", "/topic")
-    runtime = await start(slack, ntfy, clock=clock, waiting_after_s=60)
+    protected = Webhook(receiver.url + "/protected", "ntfy", "tk_" + "a" * 29)
+    runtime = await start(slack, ntfy, protected, clock=clock, waiting_after_s=60)
     rid = await pending(runtime)
     clock.advance(61)
-    await eventually(lambda: len(receiver.received) == 2)
+    await eventually(lambda: len(receiver.received) == 3)
     by_path = {r.path: r for r in receiver.received}
 
     message = json.loads(by_path["/slack"].body)
@@ -218,6 +219,10 @@ async def test_slack_and_ntfy_formats(start, receiver):
     assert topic.headers["Priority"] == "3" and topic.headers["Tags"] == "hourglass"
     text = topic.body.decode()
     assert text.startswith(f'request {rid} of agent "research-bot" has waited 61 s')
+    assert "Authorization" not in topic.headers
+    # A protected topic gets its access token as a bearer, and the same text.
+    assert by_path["/protected"].headers["Authorization"] == "Bearer tk_" + "a" * 29
+    assert by_path["/protected"].body == topic.body
 
 
 async def test_nothing_secret_nor_active_in_any_body(start, receiver, sandbox):
@@ -372,6 +377,12 @@ format = "ntfy"
 def test_settings_read_with_their_secrets(home):
     env = {"SVC_NOTIFY_SECRET": SECRET, "SLACK_URL": "https://hooks.slack.com/services/T/B/C"}
     settings = notify_settings(write(home, GOOD), env)
+    token = "tk_" + "b" * 29
+    with_token = GOOD + '[[notify.webhook]]\nurl = "https://ntfy.example/t"\nformat = "ntfy"\n'
+    protected = notify_settings(
+        write(home, with_token + 'secret_env = "NTFY_TOKEN"\n'), {**env, "NTFY_TOKEN": token}
+    )
+    assert protected.webhooks[3].secret == token and token not in repr(protected)
     assert settings.waiting_after_s == 60 and settings.max_per_minute == 10
     assert settings.events == {"waiting", "budget_warn"}
     json_hook, slack, ntfy = settings.webhooks
@@ -407,7 +418,7 @@ def test_a_secret_file_must_be_owner_only(home):
         ("[[notify.webhook]]\nformat = 'json'\n", "#1 needs url or url_env"),
         ("[[notify.webhook]]\nurl = 'ftp://h/x?token=t0k'\n", "#1 url must be an http"),
         ("[[notify.webhook]]\nurl = 'https://h'\nformat = 'xml'\n", "#1 format must be one of"),
-        ("[[notify.webhook]]\nurl = 'https://h'\n", "#1 format json needs secret_env or"),
+        ("[[notify.webhook]]\nurl = 'https://h'\n", "#1 format json takes secret_env or"),
         (
             "[[notify.webhook]]\nurl = 'https://h'\nsecret_env = 'NOPE_UNSET'\n",
             "#1 secret_env: the environment variable NOPE_UNSET is not set",
@@ -418,7 +429,7 @@ def test_a_secret_file_must_be_owner_only(home):
         ),
         (
             "[[notify.webhook]]\nurl = 'https://h'\nformat = 'slack'\nsecret_env = 'SHORT'\n",
-            "#1 secret_env: only format json is signed",
+            "#1 secret_env: format slack takes no secret",
         ),
         ("[[notify.webhook]]\nurl = 'https://h'\nformat = 'ntfy'\nuser = 'x'\n", "unknown: user"),
     ],

@@ -39,7 +39,8 @@ class UsageFollower:
         self.last_synced_at: float | None = None
         self.last_result: Any = None
         self.last_error: str | None = None
-        self.listeners: list[Callable[[], None]] = []  # told after each sync (a screen reloads)
+        # Told after each sync, failed or not (a screen reloads, or says why it failed).
+        self.listeners: list[Callable[[], None]] = []
 
     def start(self, broker: Any) -> None:
         self._unsubscribe = broker.subscribe(self._changed)
@@ -81,10 +82,10 @@ class UsageFollower:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the service may be away: try again at the next occasion
-            self.last_error = f"{type(exc).__name__}: {exc}"
+            self.last_result, self.last_error = None, f"{type(exc).__name__}: {exc}"
             log.warning("background usage sync failed: %s", self.last_error)
-            return
-        self.last_synced_at, self.last_error = self._clock(), None
+        else:
+            self.last_synced_at, self.last_error = self._clock(), None
         for listener in list(self.listeners):
             try:
                 listener()

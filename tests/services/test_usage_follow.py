@@ -52,9 +52,12 @@ async def test_a_charge_the_service_bills_above_the_approval_is_flagged(runtime,
 
 async def test_a_failed_sync_is_kept_as_the_last_error_and_the_console_goes_on(runtime, sandbox):
     await eventually(lambda: runtime.usage.last_synced_at is not None)
+    told: list[str | None] = []
+    runtime.usage.listeners.append(lambda: told.append(runtime.usage.last_error))
     sandbox.stop()  # the service is gone
     runtime.usage.sync_soon()
     await eventually(lambda: runtime.usage.last_error is not None, timeout=20)
+    await eventually(lambda: told and told[-1] is not None)  # a screen hears of it at once
     assert runtime.broker is not None and runtime.usage.running
 
 

@@ -21,7 +21,6 @@ from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
-from svc_console.tui.usage import screen as usage_screen
 
 __all__ = ["console", "usage_clock"]  # fixtures, shared with the usage tests
 
@@ -109,7 +108,6 @@ async def test_a_failed_sync_is_shown_then_the_next_success(
         return await real(self)
 
     monkeypatch.setattr(Runtime, "sync_usage", sync_usage)
-    monkeypatch.setattr(usage_screen, "FOLLOWER_CHECK_S", 0.05)  # read the follower often
     app = console()
     async with app.run_test(size=(120, 40)) as pilot:
         await open_usage(pilot)

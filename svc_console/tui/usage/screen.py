@@ -62,7 +62,6 @@ log = logging.getLogger(__name__)
 PERIODS: tuple[int | None, ...] = (None, 7, 30, 90)
 BREAKDOWN_ROWS = 8
 # How often the background follower's state is read for an error (a sync tells the screen itself).
-FOLLOWER_CHECK_S = 5.0
 
 
 def _command(
@@ -173,8 +172,6 @@ class UsageScreen(Screen[None]):
         self._redraw()
         if self.runtime.usage is not None:
             self.runtime.usage.listeners.append(self._background_synced)
-            # A failed background sync tells no listener: its error is read now and then.
-            self.set_interval(FOLLOWER_CHECK_S, self._read_follower)
         # The sums of a million rows keep a core busy for a while: started once the first frame
         # (with its rows) is out, they never hold it up.
         self.call_after_refresh(self._start_summary)

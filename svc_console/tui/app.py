@@ -18,6 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -30,7 +31,6 @@ from textual.widgets._toast import ToastRack
 from textual.worker import Worker, WorkerState
 
 from svc_console.core.sanitize import inert, inert_line
-from svc_console.runtime import Runtime, unsettled_notice
 from svc_console.tui import bindings as registry
 from svc_console.tui import (
     navigation,
@@ -43,9 +43,12 @@ from svc_console.tui.saved_theme import save_theme
 from svc_console.tui.themes import BUNDLED_THEMES, load_themes, pick_theme
 from svc_console.tui.unsaved import quit_asking
 
+if TYPE_CHECKING:
+    from svc_console.runtime import Runtime
+
 log = logging.getLogger(__name__)
 
-AfterStart = Callable[[Runtime], Awaitable[None]]
+AfterStart = Callable[["Runtime"], Awaitable[None]]
 MAX_UNSETTLED_SHOWN = 5  # in the start-up notification; the history lists every one
 
 
@@ -89,8 +92,8 @@ class ConsoleApp(App[None]):
         # Notifications asked for while a dialog was open, shown once it closes.
         self._held: list[tuple[str, str, SeverityLevel, float | None, bool]] = []
         home = runtime.paths.home
-        self._screen_problems = navigation.discover()
-        self._bind_screen_keys()
+        # The screens are imported after the first frame (`_start`): they bring the broker.
+        self._screen_problems: list[str] = []
         self._settings_file = settings_file or settings_path(home)
         preferences = load_preferences(self._settings_file)
         # The operator's remapped keys by binding id; help and the palette show keys through it.
@@ -205,6 +208,9 @@ class ConsoleApp(App[None]):
         self._starting = asyncio.create_task(self._start())
 
     async def _start(self) -> None:
+        self._screen_problems = navigation.discover()
+        self._bind_screen_keys()
+        self.refresh_bindings()
         try:
             await self.runtime.start()
         except Exception as exc:
@@ -286,6 +292,8 @@ class ConsoleApp(App[None]):
         unsettled = self.runtime.unsettled
         if not unsettled:
             return
+        from svc_console.runtime import unsettled_notice
+
         lines = [unsettled_notice(request) for request in unsettled[:MAX_UNSETTLED_SHOWN]]
         if len(unsettled) > MAX_UNSETTLED_SHOWN:
             more = len(unsettled) - MAX_UNSETTLED_SHOWN

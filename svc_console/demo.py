@@ -214,12 +214,19 @@ circuit_breaker:
 """
 
 
-def prepare(sandbox: Any) -> None:
-    """The demo's sandbox: a wallet too poor for the video clip (see DEMO_BALANCE), and one paid
-    call billed above its approval, for the usage screen's reconciliation to flag."""
-    if sandbox is not None:
-        sandbox.state.set_balance(DEMO_BALANCE)
-        sandbox.state.faults.add("overbill", factor=3, count=1)
+async def prepare(base_url: str, api_key: str) -> None:
+    """The demo's sandbox, over its admin routes (it is served by another process): a wallet too
+    poor for the video clip (see DEMO_BALANCE), and one paid call billed above its approval, for
+    the usage screen's reconciliation to flag."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"}
+    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=60.0) as sandbox:
+        answer = await sandbox.put("/sandbox/balance", json={"balanceUsdc": str(DEMO_BALANCE)})
+        answer.raise_for_status()
+        overbill = {"kind": "overbill", "factor": 3, "count": 1}
+        answer = await sandbox.post("/sandbox/faults", json=overbill)
+        answer.raise_for_status()
 
 
 def write_policy(folder: Path) -> Path:

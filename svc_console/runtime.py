@@ -14,29 +14,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from svc_console.broker import Broker, BrokerConfig
-from svc_console.broker.agent_access import AgentAccess
-from svc_console.broker.limits import raise_open_files, within_open_files
-from svc_console.broker.methods import Role
-from svc_console.broker.socket_server import ApprovalSocket
-from svc_console.config.agent_registry import AgentRegistry
-from svc_console.config.agents import AgentSettings, agent_settings
-from svc_console.config.credentials import Credentials
+from svc_console.broker.config import BrokerConfig
 from svc_console.config.errors import SettingsError
-from svc_console.config.notify_settings import NotifySettings, notify_settings
-from svc_console.config.paths import Paths
-from svc_console.config.service import ServiceConfig
-from svc_console.core.money import format_usdc
 from svc_console.core.private_files import ensure_private_dir
 from svc_console.core.sanitize import inert_line
 from svc_console.core.tasks import cancel_and_wait
-from svc_console.ledger import Ledger
-from svc_console.market.gateway import Marketplace
-from svc_console.market.mcp import MCP_PATH
 
+# The broker, the ledger and the marketplace clients are imported when the runtime starts, not
+# with this module: the command line builds a Runtime before the TUI paints its first frame.
 if TYPE_CHECKING:
+    from svc_console.broker import Broker
+    from svc_console.broker.agent_access import AgentAccess
+    from svc_console.broker.socket_server import ApprovalSocket
+    from svc_console.config.agents import AgentSettings
+    from svc_console.config.notify_settings import NotifySettings
+    from svc_console.config.paths import Paths
+    from svc_console.config.service import ServiceConfig
+    from svc_console.ledger import Ledger
     from svc_console.ledger.usage_write import SyncResult
     from svc_console.market.account import AccountClient
+    from svc_console.market.gateway import Marketplace
     from svc_console.market.mcp import McpClient
     from svc_console.services.catalogue_sync import Progress, SyncReport
     from svc_console.services.notify import Notifier
@@ -48,6 +45,8 @@ log = logging.getLogger(__name__)
 def unsettled_notice(request: Any) -> str:
     """One line for a request recovery turned `unknown`: which call, its approved ceiling, and how
     to find out whether it was charged. Agent-supplied text is made inert here."""
+    from svc_console.core.money import format_usdc
+
     decision = request.decision
     ceiling = decision.ceiling_usdc if decision is not None else None
     amount = "no ceiling" if ceiling is None else f"approved ceiling {format_usdc(ceiling)} USDC"
@@ -66,7 +65,9 @@ class Runtime:
     service: ServiceConfig | None = None
     config: BrokerConfig = field(default_factory=BrokerConfig)
     broker_options: dict[str, Any] = field(default_factory=dict)
-    sandbox: Any = None  # the embedded SandboxServer, when no service is configured
+    # The embedded sandbox, when no service is configured: a SandboxChild (a process of its own)
+    # the runtime starts, or a server the caller started and passes in (the tests' own).
+    sandbox: Any = None
     payer_key: str | None = field(default=None, repr=False)  # else the saved account wallet
     ledger: Ledger | None = None
     market: Marketplace | None = None
@@ -94,8 +95,24 @@ class Runtime:
     usage: UsageFollower | None = None  # the background usage sync
     _policy_watch: asyncio.Task[None] | None = None
     _owns_sandbox: bool = False
+    _sandbox_watch: asyncio.Task[None] | None = None
+
+    def launch_sandbox(self) -> None:
+        """Start the embedded sandbox's process now, when this runtime will need one, so that it
+        starts in parallel with whatever comes before `start()` (the TUI's first frame)."""
+        if self.service is not None or self.sandbox is not None:
+            return
+        from svc_console.sandbox.child import SandboxChild
+
+        ensure_private_dir(self.paths.home)
+        self.sandbox = SandboxChild(self.paths.sandbox)
+        self._owns_sandbox = True
+        self.sandbox.start()
 
     async def start(self) -> Broker:
+        from svc_console.broker import Broker
+        from svc_console.ledger import Ledger
+
         if self.notify is None:
             self.notify = self._read_notify_settings()
         ensure_private_dir(self.paths.home)
@@ -137,6 +154,12 @@ class Runtime:
         self.usage.start(self.broker)
 
     async def _open_sockets(self) -> None:
+        from svc_console.broker.agent_access import AgentAccess
+        from svc_console.broker.limits import raise_open_files, within_open_files
+        from svc_console.broker.methods import Role
+        from svc_console.broker.socket_server import ApprovalSocket
+        from svc_console.config.agent_registry import AgentRegistry
+
         assert self.broker is not None and self.market is not None
         settings = self.agent_settings or self._read_agent_settings()
         if self.passphrase is None:
@@ -172,6 +195,8 @@ class Runtime:
         """settings.toml's `[agents]`; when the file cannot be read, the narrowest rules (the
         socket owner-only, enrolment by service), never wider ones. The CLI refuses such a file
         before it gets here; the TUI reports it."""
+        from svc_console.config.agents import AgentSettings, agent_settings
+
         try:
             return agent_settings(self.paths.settings)
         except SettingsError as exc:
@@ -181,6 +206,8 @@ class Runtime:
     def _read_notify_settings(self) -> NotifySettings:
         """settings.toml's `[notify]`; when it cannot be read, no notice at all (the CLI refuses
         such a file before it gets here; the TUI started alone reports the file)."""
+        from svc_console.config.notify_settings import NotifySettings, notify_settings
+
         try:
             return notify_settings(self.paths.settings)
         except SettingsError as exc:
@@ -204,6 +231,8 @@ class Runtime:
         return self.policy
 
     def _connect(self) -> Marketplace:
+        from svc_console.market.gateway import Marketplace
+
         if self.service is not None:
             s = self.service
             return Marketplace.connect(
@@ -215,12 +244,12 @@ class Runtime:
                 sandbox=False,
                 payer_key=self._account_wallet_key(),
             )
-        if self.sandbox is None:
-            from svc_console.sandbox.server import SandboxServer
-
-            self.sandbox = SandboxServer()
-            self._owns_sandbox = True
-        base_url = self.sandbox.start() if self._owns_sandbox else self.sandbox.base_url
+        self.launch_sandbox()
+        base_url = self.sandbox.base_url
+        if self._owns_sandbox:
+            # Nothing waits for the child: a request sent before it serves waits in its socket's
+            # queue. Only a child that never serves is worth a word, in the log.
+            self._sandbox_watch = asyncio.create_task(self._watch_sandbox(), name="sandbox-ready")
         state = self.sandbox.state
         return Marketplace.connect(
             base_url=base_url,
@@ -232,6 +261,12 @@ class Runtime:
             # Sandbox play pays from a throwaway key: any valid signer is a payer there.
             payer_key=self.payer_key or "0x" + secrets.token_hex(32),
         )
+
+    async def _watch_sandbox(self) -> None:
+        try:
+            await self.sandbox.ready()
+        except RuntimeError as exc:
+            log.error("%s", exc)
 
     def service_address(self) -> tuple[str, str]:
         """The base URL and API key of the service this runtime speaks to: the configured one, or
@@ -251,7 +286,7 @@ class Runtime:
 
     def mcp_client(self) -> McpClient:
         """A client of the service's MCP endpoint, with its API key."""
-        from svc_console.market.mcp import McpClient
+        from svc_console.market.mcp import MCP_PATH, McpClient
 
         base_url, api_key = self.service_address()
         return McpClient(f"{base_url.rstrip('/')}{MCP_PATH}", credential=api_key, timeout_s=30.0)
@@ -278,6 +313,8 @@ class Runtime:
 
     def _account_wallet_key(self) -> str | None:
         """The EVM key of the account wallet that the first login saved, if there is one."""
+        from svc_console.config.credentials import Credentials
+
         if self.payer_key:
             return self.payer_key
         wallet = Credentials(self.paths).wallet_config() or {}
@@ -294,8 +331,8 @@ class Runtime:
         if self.usage is not None:
             await self.usage.stop()
             self.usage = None
-        await cancel_and_wait([self._policy_watch])
-        self._policy_watch = None
+        await cancel_and_wait([self._policy_watch, self._sandbox_watch])
+        self._policy_watch = self._sandbox_watch = None
         for socket in (self.socket, self.operator_socket):
             if socket is not None:
                 await socket.stop()

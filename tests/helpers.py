@@ -31,6 +31,17 @@ async def eventually(predicate: Callable[[], Any], timeout: float = 15.0) -> Any
         await asyncio.sleep(0.01)
 
 
+def process_gone(pid: int) -> bool:
+    """No such process, or only its zombie left for whoever reaps it."""
+    from pathlib import Path
+
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "\nState:\tZ" in status
+
+
 def seed_in_flight(
     paths: Any, request_id: str, *, endpoint_id: str, ceiling: str, agent: str = "research-bot"
 ) -> None:

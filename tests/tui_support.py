@@ -106,8 +106,13 @@ def queue(app: ConsoleApp) -> RequestQueue:
 
 
 def showing_queue(app: Any) -> bool:
-    """The approvals screen is current and composed (the app switches to it while it starts)."""
-    return isinstance(app.screen, ApprovalsScreen) and bool(app.screen.query(RequestQueue))
+    """The approvals screen is current and composed (the app switches to it while it starts),
+    and every other screen can be reached (they are opened once it is drawn)."""
+    return (
+        isinstance(app.screen, ApprovalsScreen)
+        and bool(app.screen.query(RequestQueue))
+        and getattr(app, "screens_open", True)
+    )
 
 
 async def started(pilot: Pilot[Any]) -> None:

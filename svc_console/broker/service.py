@@ -13,11 +13,11 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from svc_console.broker import errors
+from svc_console.broker.config import BrokerConfig
 from svc_console.broker.deciders import Decider
 from svc_console.broker.decisions import Decisions, approval_ceiling
 from svc_console.broker.endpoint_cache import EndpointCache
@@ -40,16 +40,6 @@ log = logging.getLogger(__name__)
 Listener = Callable[[SpendRequest], None]
 LIVE_FOR_OPERATOR = (State.pending,)
 HISTORY = (*FINAL, State.approved, State.auto_approved, State.executing, State.awaiting_funds)
-
-
-@dataclass(frozen=True)
-class BrokerConfig:
-    pending_ttl_s: float = 900.0
-    # Above this ceiling the operator types the amount to approve (a policy may set it lower).
-    confirm_above_usdc: Decimal | None = Decimal("1")
-    expiry_tick_s: float = 0.2
-    # How often the balance is read while a request waits for funds (`wallet.fund_wait`).
-    funding_poll_s: float = 2.0
 
 
 # What a request is: the same idempotency key must come with the same of each (as Stripe does).

@@ -42,7 +42,7 @@ def _policy_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
-    from svc_console.broker import BrokerConfig
+    from svc_console.broker.config import BrokerConfig
     from svc_console.config import logs
     from svc_console.config.agents import agent_settings
     from svc_console.config.errors import SettingsError
@@ -80,9 +80,10 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
 
 
 def run_tui(args: argparse.Namespace, after_start: Callable[..., Any] | None = None) -> int:
+    runtime = _runtime(demo=after_start is not None, policy=getattr(args, "policy", ()))
+    runtime.launch_sandbox()  # its process starts while the TUI imports and paints
     from svc_console.tui.app import ConsoleApp
 
-    runtime = _runtime(demo=after_start is not None, policy=getattr(args, "policy", ()))
     app = ConsoleApp(runtime, after_start=after_start)
     app.run()
     _leave(app.return_code or 0)
@@ -108,7 +109,7 @@ def run_demo(args: argparse.Namespace) -> int:
     async def start_agents(runtime: Any) -> None:
         from svc_console.demo import prepare, run_agents
 
-        prepare(runtime.sandbox)
+        await prepare(*runtime.service_address())
         await run_agents(runtime.paths.socket)
 
     return run_tui(args, after_start=start_agents)

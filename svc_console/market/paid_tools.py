@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-
 from svc_console.core.datasets import DatasetListing
 from svc_console.core.models import EndpointRecord, Estimate, Kind, Outcome, Pricing, Receipt
 from svc_console.core.money import format_usdc, parse_usdc
@@ -116,6 +114,9 @@ class PaidTools:
         schema = self._schemas.get(tool)
         if schema is None:
             raise ToolRefused(f"the marketplace does not offer {tool}")
+        # Imported at the first dataset call, not with the broker the TUI's first frame needs.
+        from jsonschema import Draft202012Validator
+
         problems = sorted(
             Draft202012Validator(schema).iter_errors(args), key=lambda e: list(e.absolute_path)
         )

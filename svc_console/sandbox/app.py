@@ -18,6 +18,7 @@ from starlette.types import ASGIApp
 from svc_console.core.models import EndpointRecord
 from svc_console.sandbox import (
     account_routes,
+    balance_routes,
     catalogue_routes,
     compute_routes,
     fault_injector,
@@ -123,6 +124,7 @@ def create_app(state: SandboxState, listing: Catalog | None = None) -> ASGIApp:
         *catalogue_routes.routes(state, sandbox.catalog),
         *market_routes.routes(state, sandbox.catalog),
         *fault_routes.routes(state, sandbox.catalog),
+        *balance_routes.routes(state),
     ]
     app = Starlette(
         routes=routes,

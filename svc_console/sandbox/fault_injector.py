@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from svc_console.sandbox.faults import (
-    ADMIN_PATH,
+    ADMIN_PREFIX,
     DEFAULT_FACTOR,
     DEFAULT_STATUS,
     ROUTE_GROUPS,
@@ -84,7 +84,7 @@ class FaultInjector:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or path == ADMIN_PATH or path.startswith(ADMIN_PATH + "/"):
+        if scope["type"] != "http" or path.startswith(ADMIN_PREFIX):
             await self.app(scope, receive, send)
             return
         with handling(path):  # an overbill fires later, at the charge, and matches on the path

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 _WIRE_NAMES = {"delayMs": "delay_ms", "endpointId": "endpoint_id"}
 
 
-def _require_key(state: SandboxState, request: Request) -> None:
+def require_admin_key(state: SandboxState, request: Request) -> None:
+    """The sandbox's switchboard answers its own API key alone, not the keys logins issued."""
     if not same_secret(bearer(request), state.api_key):
         raise Refusal(
             401,
@@ -50,7 +51,7 @@ def routes(state: SandboxState, listing: Catalog) -> list[Route]:
     """`/sandbox/faults`: arm, list and clear faults."""
 
     async def arm(request: Request) -> Response:
-        _require_key(state, request)
+        require_admin_key(state, request)
         body = await json_object(request, "INVALID_PARAMS")
         unknown = sorted(str(key)[:40] for key in body if key not in _ALLOWED)
         if unknown:
@@ -64,19 +65,19 @@ def routes(state: SandboxState, listing: Catalog) -> list[Route]:
         return JSONResponse({"fault": fault.as_json(), "sandbox": True}, status_code=201)
 
     async def show(request: Request) -> Response:
-        _require_key(state, request)
+        require_admin_key(state, request)
         return JSONResponse(
             {"faults": state.faults.list(), "delisted": state.faults.delisted, "sandbox": True}
         )
 
     async def clear(request: Request) -> Response:
-        _require_key(state, request)
+        require_admin_key(state, request)
         cleared = len(state.faults.list())
         restored = state.faults.clear()
         return JSONResponse({"cleared": cleared, "restored": restored, "sandbox": True})
 
     async def remove(request: Request) -> Response:
-        _require_key(state, request)
+        require_admin_key(state, request)
         fault_id = request.path_params["fault_id"]
         if not state.faults.remove(fault_id):
             raise Refusal(404, "NOT_FOUND", "no fault with that id", faultId=fault_id[:40])

@@ -61,6 +61,8 @@ from typing import Any
 from svc_console.core.taxonomy import CHAINS
 
 ADMIN_PATH = "/sandbox/faults"
+# Every route under it is the sandbox's own switchboard (faults, balance): never faulted itself.
+ADMIN_PREFIX = "/sandbox/"
 KINDS = ("error", "latency", "drop", "malformed", "reprice", "overbill", "delist")
 ROUTE_GROUPS: dict[str, tuple[str, ...]] = {
     "proxy": ("/api/wallets/*/actions/*",),

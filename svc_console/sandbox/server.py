@@ -8,13 +8,13 @@ loggers get a null handler, so nothing can scribble over a Textual screen.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 import logging
 import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -22,6 +22,8 @@ import uvicorn
 
 from svc_console.core.private_files import write_private
 from svc_console.sandbox.app import create_app
+from svc_console.sandbox.listening import base_url as _base_url
+from svc_console.sandbox.listening import bind as _bind
 from svc_console.sandbox.state import SandboxState
 
 START_TIMEOUT_S = 10.0
@@ -34,34 +36,6 @@ def _silence_uvicorn() -> None:
     logger = logging.getLogger("uvicorn")
     if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
         logger.addHandler(logging.NullHandler())
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET
-    with contextlib.suppress(ValueError):
-        if ipaddress.ip_address(host).version == 6:
-            family = socket.AF_INET6
-    # IPPROTO_TCP, not the default 0: asyncio only sets TCP_NODELAY on accepted sockets whose
-    # proto says TCP, and without it every response waits out the peer's delayed ACK (~40 ms).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        # Listening at once: a client told the address may connect before uvicorn has started,
-        # and is queued rather than refused.
-        sock.listen(2048)
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
-
-
-def _base_url(sock: socket.socket) -> str:
-    host, port = sock.getsockname()[:2]
-    if ":" in host:
-        host = f"[{host}]"
-    return f"http://{host}:{port}"
 
 
 def _config(state: SandboxState) -> uvicorn.Config:
@@ -151,6 +125,26 @@ class SandboxServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class _Announcing(uvicorn.Server):
+    """A uvicorn server that says when it serves (the child process tells its parent)."""
+
+    def __init__(self, config: uvicorn.Config, started: Callable[[], None]):
+        super().__init__(config)
+        self._announce = started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self._announce()
+
+
+def serve_socket(state: SandboxState, sock: socket.socket, started: Callable[[], None]) -> None:
+    """Serve `state` on an already listening socket in the foreground, calling `started` once
+    serving; returns on SIGINT or SIGTERM (sandbox.child's process)."""
+    _silence_uvicorn()
+    _Announcing(_config(state), started).run(sockets=[sock])
 
 
 def write_credentials(path: Path, credentials: dict[str, object]) -> None:

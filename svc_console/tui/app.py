@@ -18,6 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -30,7 +31,6 @@ from textual.widgets._toast import ToastRack
 from textual.worker import Worker, WorkerState
 
 from svc_console.core.sanitize import inert, inert_line
-from svc_console.runtime import Runtime, unsettled_notice
 from svc_console.tui import bindings as registry
 from svc_console.tui import (
     navigation,
@@ -43,9 +43,12 @@ from svc_console.tui.saved_theme import save_theme
 from svc_console.tui.themes import BUNDLED_THEMES, load_themes, pick_theme
 from svc_console.tui.unsaved import quit_asking
 
+if TYPE_CHECKING:
+    from svc_console.runtime import Runtime
+
 log = logging.getLogger(__name__)
 
-AfterStart = Callable[[Runtime], Awaitable[None]]
+AfterStart = Callable[["Runtime"], Awaitable[None]]
 MAX_UNSETTLED_SHOWN = 5  # in the start-up notification; the history lists every one
 
 
@@ -89,8 +92,11 @@ class ConsoleApp(App[None]):
         # Notifications asked for while a dialog was open, shown once it closes.
         self._held: list[tuple[str, str, SeverityLevel, float | None, bool]] = []
         home = runtime.paths.home
-        self._screen_problems = navigation.discover()
-        self._bind_screen_keys()
+        # The screens are imported after the first frame: the home screen while the runtime
+        # starts (`_start`), the others once it is drawn (`_open_other_screens`).
+        self._screen_problems: list[str] = []
+        self._bound_screens: set[str] = set()
+        self.screens_open = False  # every screen discovered, its mode added and its key bound
         self._settings_file = settings_file or settings_path(home)
         preferences = load_preferences(self._settings_file)
         # The operator's remapped keys by binding id; help and the palette show keys through it.
@@ -108,6 +114,9 @@ class ConsoleApp(App[None]):
         # Screens register themselves when `discover` imports them, after this class was made:
         # their "go to" keys join the app's bindings here, one binding id per screen.
         for command in registry.screen_commands():
+            if command.id in self._bound_screens:
+                continue
+            self._bound_screens.add(command.id)
             for binding in Binding.make_bindings([command.binding()]):
                 self._bindings.key_to_bindings.setdefault(binding.key, []).append(binding)
 
@@ -205,6 +214,9 @@ class ConsoleApp(App[None]):
         self._starting = asyncio.create_task(self._start())
 
     async def _start(self) -> None:
+        self._screen_problems = navigation.discover([navigation.HOME])
+        self._bind_screen_keys()
+        self.refresh_bindings()
         try:
             await self.runtime.start()
         except Exception as exc:
@@ -235,6 +247,10 @@ class ConsoleApp(App[None]):
     async def _open(self) -> None:
         """The screens, once the runtime runs (and the operator unlocked it, where asked)."""
         screens = navigation.entries()
+        if not screens:  # the home screen did not load: any other is better than none
+            self._screen_problems += navigation.discover(skip=[navigation.HOME])
+            self._bind_screen_keys()
+            screens = navigation.entries()
         for entry in screens:
             self.add_mode(entry.name, partial(entry.build, self.runtime))
         if not screens:
@@ -244,12 +260,34 @@ class ConsoleApp(App[None]):
         await self.switch_mode(home)
         self._report_problems()
         self._report_unsettled()
+        # Once the home screen is drawn: importing the others takes a few hundred milliseconds.
+        self.call_after_refresh(self._open_other_screens)
         if self.after_start is not None:
             self.run_worker(
                 self.after_start(self.runtime),
                 name="after-start",
                 group="after-start",
                 exit_on_error=False,
+            )
+
+    def _open_other_screens(self) -> None:
+        problems = navigation.discover(skip=[navigation.HOME])
+        for entry in navigation.entries():
+            if entry.name not in self._modes:
+                self.add_mode(entry.name, partial(entry.build, self.runtime))
+        self._bind_screen_keys()
+        self.refresh_bindings()
+        self.screens_open = True
+        self._report_screen_problems(problems)
+
+    def _report_screen_problems(self, problems: list[str]) -> None:
+        if problems:
+            self.notify(
+                "\n".join(problems) + "\nSee the log for details.",
+                title="Screen not loaded",
+                severity="error",
+                timeout=10,
+                markup=False,
             )
 
     def _report_problems(self) -> None:
@@ -270,14 +308,7 @@ class ConsoleApp(App[None]):
                 timeout=10,
                 markup=False,
             )
-        if self._screen_problems:
-            self.notify(
-                "\n".join(self._screen_problems) + "\nSee the log for details.",
-                title="Screen not loaded",
-                severity="error",
-                timeout=10,
-                markup=False,
-            )
+        self._report_screen_problems(self._screen_problems)
 
     def _report_unsettled(self) -> None:
         """The calls a crash left in flight, now `unknown`: one notification that stays for ten
@@ -286,6 +317,8 @@ class ConsoleApp(App[None]):
         unsettled = self.runtime.unsettled
         if not unsettled:
             return
+        from svc_console.runtime import unsettled_notice
+
         lines = [unsettled_notice(request) for request in unsettled[:MAX_UNSETTLED_SHOWN]]
         if len(unsettled) > MAX_UNSETTLED_SHOWN:
             more = len(unsettled) - MAX_UNSETTLED_SHOWN

@@ -25,7 +25,7 @@ import importlib
 import importlib.util
 import logging
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -110,13 +110,17 @@ def entry_for(screen: object) -> ScreenEntry | None:
     return None
 
 
-def discover() -> list[str]:
-    """Import the `screen` module of every folder of the screens package so each registers
-    itself. Returns one line per screen that failed to import (the other screens still work)."""
+def discover(only: Iterable[str] | None = None, *, skip: Iterable[str] = ()) -> list[str]:
+    """Import the `screen` module of every folder of the screens package (or of the folders
+    `only` names, less those in `skip`) so each registers itself. Returns one line per screen that
+    failed to import (the other screens still work)."""
     problems: list[str] = []
     package = importlib.import_module(SCREENS_PACKAGE)
+    wanted = set(only) if only is not None else None
     for folder in pkgutil.iter_modules(package.__path__):
-        if folder.name.startswith("_") or not folder.ispkg:
+        if folder.name.startswith("_") or not folder.ispkg or folder.name in skip:
+            continue
+        if wanted is not None and folder.name not in wanted:
             continue
         name = f"{SCREENS_PACKAGE}.{folder.name}.{SCREEN_MODULE}"
         try:

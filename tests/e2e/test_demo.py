@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from helpers import eventually
+from helpers import eventually, process_gone
 
 from svc_console.broker.params import ApproveParams
 from svc_console.core.states import State
@@ -128,7 +128,7 @@ async def test_the_demo_reaches_its_paths_the_policy_a_confirmation_and_an_unfun
     runtime.policy_files = [write_policy(paths.home)]
     await runtime.start()
     try:
-        prepare(runtime.sandbox)
+        await prepare(*runtime.service_address())
 
         async def submitted(persona_name: str, inputs: dict) -> object:
             persona = next(p for p in PERSONAS if p.name == persona_name)
@@ -164,3 +164,49 @@ async def test_the_demo_reaches_its_paths_the_policy_a_confirmation_and_an_unfun
         assert waiting.funding_url or waiting.reason
     finally:
         await runtime.stop()
+
+
+async def test_the_consoles_own_sandbox_is_a_child_process_that_the_demo_prepares_over_http(paths):
+    """With no service configured, the runtime's sandbox is a process of its own: the demo's
+    set-up (a poor wallet, one overbilled call) reaches it over its admin routes, an agent's paid
+    call goes through it, and stopping the runtime ends it."""
+    from decimal import Decimal
+
+    import httpx
+
+    from svc_console.agent import AsyncAgent
+    from svc_console.demo import DEMO_BALANCE, prepare
+    from svc_console.runtime import Runtime
+    from svc_console.sandbox.child import SandboxChild
+
+    runtime = Runtime(paths=paths, policy_files=[write_policy(paths.home)])
+    await runtime.start()
+    try:
+        assert isinstance(runtime.sandbox, SandboxChild)
+        pid = runtime.sandbox.pid
+        assert pid is not None
+        await prepare(*runtime.service_address())
+        base_url, api_key = runtime.service_address()
+        headers = {"Authorization": f"Bearer {api_key}"}
+        async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=30) as http:
+            balance = Decimal((await http.get("/sandbox/balance")).json()["balanceUsdc"])
+            faults = (await http.get("/sandbox/faults")).json()["faults"]
+        assert balance == DEMO_BALANCE
+        assert [fault["kind"] for fault in faults] == ["overbill"]
+        research = next(p for p in PERSONAS if p.name == "research-bot")
+        async with AsyncAgent(research.name, runtime.paths.socket) as agent:
+            ticket = await agent.submit(
+                endpoint_id=research.endpoint_id,
+                inputs={"query": "heat pump adoption by country"},
+                purpose=research.purposes[0],
+            )
+        done = await eventually(
+            lambda: (
+                (r := runtime.broker.get(ticket["request_id"])).state in (State.succeeded,) and r
+            ),
+            timeout=30,
+        )
+        assert done.state == State.succeeded
+    finally:
+        await runtime.stop()
+    assert process_gone(pid)

@@ -34,6 +34,7 @@ from svc_console.tui.app import ConsoleApp
 from svc_console.tui.approvals.always import AlwaysModal
 from svc_console.tui.approvals.for_a_while import ForAWhileModal
 from svc_console.tui.approvals.screen import ApprovalsScreen
+from svc_console.tui.modals import ConfirmAmountModal
 from svc_console.tui.policies.diff import PolicyDiff
 
 SEARCH = {
@@ -211,6 +212,39 @@ def test_snapshot_approve_for_a_while(snap_compare: Any, console):
         await type_into(pilot, "#total", "0.005")
         await pilot.press("enter")
         await until(pilot, lambda: "below one call's" in error_text(app))
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+def test_snapshot_deny_for_a_while(snap_compare: Any, console):
+    """Deny for a while: how long, and the reason every denied call will carry."""
+    app = console()
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await started(pilot)
+        await one_request(pilot, app)
+        await pilot.press("D")
+        await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
+        await type_into(pilot, "#reason", "not this week")
+        await until(pilot, lambda: "not this week" in screen_text(app))
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+def test_snapshot_this_request_only_with_the_amount_typed(snap_compare: Any, console):
+    """This request only, above the threshold: the amount to type, then a mistyped one refused."""
+    app = console(confirm_above_usdc=Decimal("0.005"))
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await started(pilot)
+        await one_request(pilot, app)
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmAmountModal))
+        await type_text(pilot, "0.02")
+        await pilot.press("enter")
+        await until(
+            pilot, lambda: "0.02" in screen_text(app) and "not the amount" in screen_text(app)
+        )
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
 

@@ -10,6 +10,7 @@ mid-call leaves evidence (invariant 3).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import os
@@ -26,7 +27,7 @@ from svc_console.core.buckets import Change
 from svc_console.core.models import Decision, Evidence, Outcome, SpendRequest
 from svc_console.core.money import to_atomic
 from svc_console.core.states import FINAL, State, check_transition
-from svc_console.ledger import audit_chain, budgets, event_data, rows
+from svc_console.ledger import audit_chain, budgets, event_data, group_commit, rows
 from svc_console.ledger.audit_chain import GENESIS
 from svc_console.ledger.request_reads import JSON_COLUMNS, RequestReads
 from svc_console.ledger.schema import migrate
@@ -60,6 +61,7 @@ class Ledger(RequestReads):
         # (the circuit breaker follows them).
         self.final_listeners: list[Callable[[list[tuple[str, State, float]]], None]] = []
         self._finals: list[tuple[str, State, float]] = []
+        self._group: group_commit.Group | None = None  # the shared transaction, while open
         if exclusive:
             self._lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
             try:
@@ -110,6 +112,8 @@ class Ledger(RequestReads):
         return db
 
     def close(self) -> None:
+        if getattr(self, "_group", None) is not None and getattr(self, "db", None) is not None:
+            self.commit_group()
         if getattr(self, "_head", None) is not None:
             self._head.close()
             self._head = None
@@ -123,7 +127,19 @@ class Ledger(RequestReads):
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """One transaction: its events are linked and its rows sealed just before it commits,
-        the head is anchored after, and the budget changes it made reach the listeners then."""
+        the head is anchored after, and the budget changes it made reach the listeners then.
+        In a task that joined the group commit (`group_commit.joined`), a write of the shared
+        transaction instead, durable once `committed()` returns."""
+        if group_commit.joining():
+            with self._shared_write():
+                yield
+            return
+        with self._own_transaction():
+            yield
+
+    @contextlib.contextmanager
+    def _own_transaction(self) -> Iterator[None]:
+        self.commit_group()  # what was written before this is committed before it
         self._budget_changes, self._finals = [], []
         self._chain.begin()
         with self.db.atomic():
@@ -132,12 +148,75 @@ class Ledger(RequestReads):
         if head is not None:
             self._chain.took(head)
             self._anchor()
+        self._tell_listeners()
+
+    def _tell_listeners(self) -> list[Change]:
         changes, self._budget_changes = self._budget_changes, []
         finals, self._finals = self._finals, []
         for listener in self.budget_listeners if changes else ():
             listener(changes)
         for listener in self.final_listeners if finals else ():
             listener(finals)
+        return changes
+
+    # -- group commit (group_commit.py) -------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _shared_write(self) -> Iterator[None]:
+        """One write of the group transaction, opened if none is: in a savepoint of its own,
+        so a write that fails is taken back alone. Its budget changes reach the listeners as
+        the write ends, as a transaction's would: the totals the policy reads next include
+        them, so requests judged in one turn cannot pass a cap together."""
+        group = self._group
+        if group is None:
+            loop = asyncio.get_running_loop()
+            self._budget_changes, self._finals = [], []
+            self._chain.begin()
+            self.db.conn.execute("BEGIN")
+            group = self._group = group_commit.Group(loop.create_future())
+            loop.call_soon(self.commit_group)  # at the end of this turn of the loop
+        mark = self._chain.mark()
+        self.db.conn.execute("SAVEPOINT shared_write")
+        try:
+            yield
+        except BaseException:
+            if self.db.conn.in_transaction:
+                self.db.conn.execute("ROLLBACK TO shared_write")
+                self.db.conn.execute("RELEASE shared_write")
+            self._chain.rewind(mark)
+            self._budget_changes, self._finals = [], []
+            raise
+        self.db.conn.execute("RELEASE shared_write")
+        group.writes += 1
+        group.changes += self._tell_listeners()
+
+    def commit_group(self) -> None:
+        """Commit the group transaction, if one is open, and wake its writers. If it cannot
+        be committed, nothing of it is: its budget changes are given back to the listeners and
+        its writers' `committed()` raises."""
+        group, self._group = self._group, None
+        if group is None:
+            return
+        try:
+            head = self._chain.seal(self.db.conn)
+            self.db.conn.execute("COMMIT")
+        except BaseException as exc:
+            self.db.rollback()
+            self._chain.begin()
+            given_back = [(buckets, slot, -delta) for buckets, slot, delta in group.changes]
+            for listener in self.budget_listeners if given_back else ():
+                listener(given_back)
+            group.failed(exc)
+            return
+        if head is not None:
+            self._chain.took(head)
+            self._anchor()
+        group.committed()
+
+    async def committed(self) -> None:
+        """Once every write made so far is committed (at once when none is waiting)."""
+        if self._group is not None:
+            await asyncio.shield(self._group.done)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -295,8 +374,10 @@ class Ledger(RequestReads):
     def start_execution(
         self, request_id: str, decision_id: int, attempt: int, idempotency_key: str, at: float
     ) -> int:
-        """Record an attempt as in flight and move the request to `executing`, in one commit."""
-        with self.transaction():
+        """Record an attempt as in flight and move the request to `executing`, in one commit
+        of its own, never a group's: it commits every decision written before it first, and is
+        itself committed before the payer is called."""
+        with self._own_transaction():
             check_transition(self._state(request_id), State.executing)
             execution_id = rows.insert(
                 self.db,
@@ -325,7 +406,7 @@ class Ledger(RequestReads):
         error: str | None = None,
         **fields: Any,
     ) -> None:
-        with self.transaction():
+        with self._own_transaction():
             found = self.db.execute(
                 "SELECT request_id FROM executions WHERE id = ?", [execution_id]
             ).fetchone()

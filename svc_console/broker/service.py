@@ -421,11 +421,15 @@ class Broker:
 
     async def _execute(self, request_id: str) -> None:
         try:
-            executed = await self._executor.run(request_id)
-            if executed.repriced is not None:  # nothing was paid: the operator decides again
-                self.decisions.queue(
-                    request_id, self.clock(), estimate=executed.repriced, reason=executed.reason
-                )
+            # Executions of one turn share transactions too; the executor pays only once its
+            # own is committed (ledger/group_commit.py).
+            with group_commit.joined():
+                executed = await self._executor.run(request_id)
+                if executed.repriced is not None:  # nothing was paid: the operator decides again
+                    self.decisions.queue(
+                        request_id, self.clock(), estimate=executed.repriced, reason=executed.reason
+                    )
+            await self.ledger.committed()
         except Exception:
             log.exception("execution of %s failed", request_id)
         self._changed(request_id)

@@ -9,8 +9,10 @@ Only code that asks for it joins (`joined()`, a context variable: per task, so a
 ask is never made to wait or share). A write that joins is visible at once on the ledger's own
 connection, and the caller learns when it is durable by awaiting `Ledger.committed()`; one that
 fails is rolled back to its savepoint alone. A transaction of its own (any write that did not
-join, and always an execution's start and end) commits the open group first: so no execution row
-is written, and nothing is paid, before every decision written until then has been committed.
+join) commits the open group first. Executions join too, but an execution's start commits first
+the group that holds its own request's last writes (its decision), so the decision is committed
+before the execution row exists, and the executor awaits the commit of that row before it calls
+the payer: nothing is paid on a decision or an execution that is not committed.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class Group:
 
     done: asyncio.Future[None]
     writes: int = 0
+    requests: set[str] = field(default_factory=set)  # whose rows it wrote
     # Budget changes already told to the listeners: given back if the group fails to commit.
     changes: list = field(default_factory=list)
 

@@ -256,6 +256,8 @@ class Ledger(RequestReads):
             if row.get(column) is not None:
                 row[column] = _dumps(row[column])
         with self.transaction():
+            if self._group is not None:
+                self._group.requests.add(request.id)
             rows.insert(self.db, "requests", row)
             self.seal("requests", request.id)
             self.event(
@@ -292,6 +294,8 @@ class Ledger(RequestReads):
             updates["estimate_usdc"] = rows.estimate_units(fields["estimate"])
         rows.update(self.db, "requests", request_id, updates)
         self.seal("requests", request_id)
+        if self._group is not None:
+            self._group.requests.add(request_id)
         self.event(request_id, str(target), {"reason": fields.get("reason"), **(event or {})}, at)
         if target in FINAL and self.final_listeners:
             agent = self.db.execute("SELECT agent FROM requests WHERE id = ?", [request_id])
@@ -375,9 +379,11 @@ class Ledger(RequestReads):
         self, request_id: str, decision_id: int, attempt: int, idempotency_key: str, at: float
     ) -> int:
         """Record an attempt as in flight and move the request to `executing`, in one commit
-        of its own, never a group's: it commits every decision written before it first, and is
-        itself committed before the payer is called."""
-        with self._own_transaction():
+        (a group's, in a task that joined one: await `committed()` before paying). The group
+        holding this request's decision is committed first: never in the same transaction."""
+        if self._group is not None and request_id in self._group.requests:
+            self.commit_group()
+        with self.transaction():
             check_transition(self._state(request_id), State.executing)
             execution_id = rows.insert(
                 self.db,
@@ -406,7 +412,7 @@ class Ledger(RequestReads):
         error: str | None = None,
         **fields: Any,
     ) -> None:
-        with self._own_transaction():
+        with self.transaction():
             found = self.db.execute(
                 "SELECT request_id FROM executions WHERE id = ?", [execution_id]
             ).fetchone()

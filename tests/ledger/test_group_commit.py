@@ -89,19 +89,20 @@ async def test_an_execution_starts_only_after_its_decision_is_committed(ledger):
     with group_commit.joined():
         decision_id = ledger.decide("req_1", decision, State.auto_approved)
         assert _committed(ledger.path, "SELECT count(*) FROM decisions") == [(0,)]
-        # Even from a task that joined, an execution's start is a transaction of its own, and
-        # it commits the open group first.
+        # The group holding the request's decision is committed before its execution row is
+        # written, in a group of its own, committed by the end of the turn.
         ledger.start_execution("req_1", decision_id, 1, "req_1-1", at=4.0)
     assert _committed(ledger.path, "SELECT count(*) FROM decisions") == [(1,)]
+    assert _committed(ledger.path, "SELECT state FROM requests") == [("auto_approved",)]
+    await ledger.committed()
     assert _committed(ledger.path, "SELECT state FROM requests") == [("executing",)]
     decided, started = (
         _committed(ledger.path, f"SELECT max(seq) FROM events WHERE type = '{kind}'")[0][0]
         for kind in ("decision", "executing")
     )
     assert decided < started
-    # Two transactions, sealed apart: the group's, then the execution's own.
-    assert len(_sealing_events(ledger.path)) == 4  # insert, inspecting, group, execution
-    await ledger.committed()  # nothing left waiting
+    # Two transactions, sealed apart: the decision's, then the execution's.
+    assert len(_sealing_events(ledger.path)) == 4  # insert, inspecting, decision, execution
     assert audit.verify(ledger.path).intact
 
 

@@ -178,7 +178,7 @@ class Broker:
         with group_commit.joined():
             self.ledger.insert_request(request)
         await self.ledger.committed()
-        self._changed(request.id)
+        self._changed(request.id, request)  # as written: no need to read it back
         self._spawn(self._take_in(request), f"intake-{request.id}")
         return request
 
@@ -476,8 +476,8 @@ class Broker:
                 self.decisions.queue(request.id, now)
         return unsettled
 
-    def _changed(self, request_id: str) -> None:
-        request = self.ledger.get(request_id)
+    def _changed(self, request_id: str, known: SpendRequest | None = None) -> None:
+        request = known or self.ledger.get(request_id)
         if request is None:
             return
         woken = [*self._watchers.get(request_id, ())]

@@ -243,7 +243,9 @@ async def _echo(args: argparse.Namespace) -> None:
 async def _agents(args: argparse.Namespace) -> None:
     from svc_console.agent import AgentError, AsyncAgent
 
-    agents = [AsyncAgent(f"load-{n:03d}", args.socket) for n in range(args.agents)]
+    # Named from load-001: one agent alone is then one the policy approves without asking, as
+    # most of the 200 are (load-000 is denied: the baseline would do half the work of the 200).
+    agents = [AsyncAgent(f"load-{n:03d}", args.socket) for n in range(1, args.agents + 1)]
     for agent in agents:
         await agent.connect()
     loop = asyncio.get_running_loop()
@@ -274,7 +276,7 @@ async def _agents(args: argparse.Namespace) -> None:
                 ids.append(ticket["request_id"])
 
     started = time.monotonic_ns()
-    await asyncio.gather(*(submit_all(n, agent) for n, agent in enumerate(agents)))
+    await asyncio.gather(*(submit_all(n, agent) for n, agent in enumerate(agents, start=1)))
     submitted = time.monotonic_ns()
     print(
         json.dumps({"go_ns": started, "submitted_ns": submitted, "ids": ids, "errors": errors}),

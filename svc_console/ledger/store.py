@@ -1,11 +1,12 @@
 """The ledger: one SQLite file (WAL), written through sqlite-utils by one broker at a time.
 
-Every change of a request's state is one transaction together with its event, so the event log and
-the tables never disagree; the transaction seals the rows it wrote into its last event and anchors
-the chain's head outside the ledger (`audit_chain`), so `audit verify` can tell them apart when
-someone else edits either. A decision is its own committed transaction before any execution row
-exists (DESIGN.md invariant 1); an execution row exists before the proxy is called, so a crash
-mid-call leaves evidence (invariant 3).
+Every change of a request's state is in one transaction together with its event, so the event log
+and the tables never disagree; the transaction seals the rows it wrote into its last event and
+anchors the chain's head outside the ledger (`audit_chain`), so `audit verify` can tell them apart
+when someone else edits either. The broker's concurrent requests share transactions
+(`group_commit`). A decision is committed before its execution row exists (DESIGN.md invariant 1);
+an execution row is committed before the proxy is called, so a crash mid-call leaves evidence
+(invariant 3).
 """
 
 from __future__ import annotations

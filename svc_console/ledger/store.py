@@ -215,7 +215,9 @@ class Ledger(RequestReads):
         group.committed()
 
     async def committed(self) -> None:
-        """Once every write made so far is committed (at once when none is waiting)."""
+        """Once every write made so far is committed (at once when none is waiting). Awaited
+        right after the writes, with no await between, so the group awaited is the one holding
+        them: a group that failed raises here, to its own writers."""
         if self._group is not None:
             await asyncio.shield(self._group.done)
 

@@ -67,6 +67,9 @@ class Executor:
 
     async def run(self, request_id: str) -> Executed:
         attempt = self._start(request_id)
+        # The execution row may be a write of a group transaction (ledger/group_commit.py):
+        # nothing is paid before it is committed.
+        await self.ledger.committed()
         self.started(request_id)
         request = attempt.request
         try:

@@ -30,7 +30,7 @@ from svc_console.core.models import SpendRequest, Submitter
 from svc_console.core.money import format_usdc
 from svc_console.core.states import CANCELLABLE, FINAL, IllegalTransition, State
 from svc_console.core.tasks import cancel_and_wait
-from svc_console.ledger import Ledger
+from svc_console.ledger import Ledger, group_commit
 from svc_console.ledger.budgets import open_reserved
 from svc_console.market.gateway import Marketplace
 from svc_console.policy import ManualReview, PolicyEngine
@@ -163,8 +163,12 @@ class Broker:
             submitter=submitter,
             **params.model_dump(),
         )
-        self.ledger.insert_request(request)
-        self._changed(request.id)
+        # Inserted with the other submissions of this turn, in one transaction; the agent is
+        # answered once it is committed.
+        with group_commit.joined():
+            self.ledger.insert_request(request)
+        await self.ledger.committed()
+        self._changed(request.id, request)  # as written: no need to read it back
         self._spawn(self._take_in(request), f"intake-{request.id}")
         return request
 
@@ -380,14 +384,22 @@ class Broker:
         return task
 
     async def _take_in(self, request: SpendRequest) -> None:
+        # Intake's writes (inspecting, then the decision) share transactions with those of the
+        # other requests decided in the same turn of the loop (ledger/group_commit.py).
+        state = None
+        with group_commit.joined():
+            try:
+                state = await self._intake.run(request, self.clock())
+            except Exception as exc:  # a request intake could not finish must not hang
+                # Losing a race to the agent's cancel is expected: the request has moved on.
+                if not isinstance(exc, IllegalTransition):
+                    log.exception("intake of %s failed", request.id)
+                    self._fail_intake(request.id, exc)
         try:
-            state = await self._intake.run(request, self.clock())
-        except Exception as exc:  # a request intake could not finish must not hang
-            # Losing a race to the agent's cancel is expected: the request has already moved on.
-            if not isinstance(exc, IllegalTransition):
-                log.exception("intake of %s failed", request.id)
-                self._fail_intake(request.id, exc)
-            self._changed(request.id)
+            # Listeners see it, and an approval is executed, only once its decision is committed.
+            await self.ledger.committed()
+        except Exception:
+            log.exception("intake of %s was not committed; recovery takes it again", request.id)
             return
         self._changed(request.id)
         if state == State.auto_approved:
@@ -404,11 +416,15 @@ class Broker:
 
     async def _execute(self, request_id: str) -> None:
         try:
-            executed = await self._executor.run(request_id)
-            if executed.repriced is not None:  # nothing was paid: the operator decides again
-                self.decisions.queue(
-                    request_id, self.clock(), estimate=executed.repriced, reason=executed.reason
-                )
+            # Executions of one turn share transactions too; the executor pays only once its
+            # own is committed (ledger/group_commit.py).
+            with group_commit.joined():
+                executed = await self._executor.run(request_id)
+                if executed.repriced is not None:  # nothing was paid: the operator decides again
+                    self.decisions.queue(
+                        request_id, self.clock(), estimate=executed.repriced, reason=executed.reason
+                    )
+            await self.ledger.committed()
         except Exception:
             log.exception("execution of %s failed", request_id)
         self._changed(request_id)
@@ -455,8 +471,8 @@ class Broker:
                 self.decisions.queue(request.id, now)
         return unsettled
 
-    def _changed(self, request_id: str) -> None:
-        request = self.ledger.get(request_id)
+    def _changed(self, request_id: str, known: SpendRequest | None = None) -> None:
+        request = known or self.ledger.get(request_id)
         if request is None:
             return
         woken = [*self._watchers.get(request_id, ())]

@@ -135,15 +135,30 @@ class Chain:
         self.seq, self.hash = head
         self._events: list[tuple[str | None, str, dict[str, Any], float]] = []
         self._touched: dict[str, dict[Any, None]] = {}
+        self._touch_order: list[tuple[str, Any]] = []  # the same, in order, for `rewind`
 
     def begin(self) -> None:
-        self._events, self._touched = [], {}
+        self._events, self._touched, self._touch_order = [], {}, []
 
     def event(self, request_id: str | None, kind: str, data: dict[str, Any], at: float) -> None:
         self._events.append((request_id, kind, data, at))
 
     def touch(self, table: str, key: Any) -> None:
         self._touched.setdefault(table, {})[key] = None
+        self._touch_order.append((table, key))
+
+    def mark(self) -> tuple[int, int]:
+        """Where the transaction stands: a write of a group transaction that fails is taken
+        back to its mark (`rewind`), the others' events and rows kept."""
+        return len(self._events), len(self._touch_order)
+
+    def rewind(self, mark: tuple[int, int]) -> None:
+        events, touches = mark
+        del self._events[events:]
+        del self._touch_order[touches:]
+        self._touched = {}
+        for table, key in self._touch_order:
+            self._touched.setdefault(table, {})[key] = None
 
     def seal(self, conn: sqlite3.Connection) -> tuple[int, str] | None:
         """Write the transaction's events, its rows' seals in the last; returns the new head
@@ -163,7 +178,7 @@ class Chain:
             for table, keys in self._touched.items()
             for key, digest in digests(conn, table, list(keys))
         }
-        events, self._events, self._touched = self._events, [], {}
+        events, self._events, self._touched, self._touch_order = self._events, [], {}, []
         if seals and not events:
             raise RuntimeError("rows of money written with no event to seal them in")
         if not events:

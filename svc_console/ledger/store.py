@@ -1,15 +1,17 @@
 """The ledger: one SQLite file (WAL), written through sqlite-utils by one broker at a time.
 
-Every change of a request's state is one transaction together with its event, so the event log and
-the tables never disagree; the transaction seals the rows it wrote into its last event and anchors
-the chain's head outside the ledger (`audit_chain`), so `audit verify` can tell them apart when
-someone else edits either. A decision is its own committed transaction before any execution row
-exists (DESIGN.md invariant 1); an execution row exists before the proxy is called, so a crash
-mid-call leaves evidence (invariant 3).
+Every change of a request's state is in one transaction together with its event, so the event log
+and the tables never disagree; the transaction seals the rows it wrote into its last event and
+anchors the chain's head outside the ledger (`audit_chain`), so `audit verify` can tell them apart
+when someone else edits either. The broker's concurrent requests share transactions
+(`group_commit`). A decision is committed before its execution row exists (DESIGN.md invariant 1);
+an execution row is committed before the proxy is called, so a crash mid-call leaves evidence
+(invariant 3).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import os
@@ -26,7 +28,7 @@ from svc_console.core.buckets import Change
 from svc_console.core.models import Decision, Evidence, Outcome, SpendRequest
 from svc_console.core.money import to_atomic
 from svc_console.core.states import FINAL, State, check_transition
-from svc_console.ledger import audit_chain, budgets, event_data, rows
+from svc_console.ledger import audit_chain, budgets, event_data, group_commit, rows
 from svc_console.ledger.audit_chain import GENESIS
 from svc_console.ledger.request_reads import JSON_COLUMNS, RequestReads
 from svc_console.ledger.schema import migrate
@@ -60,6 +62,7 @@ class Ledger(RequestReads):
         # (the circuit breaker follows them).
         self.final_listeners: list[Callable[[list[tuple[str, State, float]]], None]] = []
         self._finals: list[tuple[str, State, float]] = []
+        self._group: group_commit.Group | None = None  # the shared transaction, while open
         if exclusive:
             self._lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
             try:
@@ -110,6 +113,8 @@ class Ledger(RequestReads):
         return db
 
     def close(self) -> None:
+        if getattr(self, "_group", None) is not None and getattr(self, "db", None) is not None:
+            self.commit_group()
         if getattr(self, "_head", None) is not None:
             self._head.close()
             self._head = None
@@ -123,7 +128,19 @@ class Ledger(RequestReads):
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """One transaction: its events are linked and its rows sealed just before it commits,
-        the head is anchored after, and the budget changes it made reach the listeners then."""
+        the head is anchored after, and the budget changes it made reach the listeners then.
+        In a task that joined the group commit (`group_commit.joined`), a write of the shared
+        transaction instead, durable once `committed()` returns."""
+        if group_commit.joining():
+            with self._shared_write():
+                yield
+            return
+        with self._own_transaction():
+            yield
+
+    @contextlib.contextmanager
+    def _own_transaction(self) -> Iterator[None]:
+        self.commit_group()  # what was written before this is committed before it
         self._budget_changes, self._finals = [], []
         self._chain.begin()
         with self.db.atomic():
@@ -132,12 +149,77 @@ class Ledger(RequestReads):
         if head is not None:
             self._chain.took(head)
             self._anchor()
+        self._tell_listeners()
+
+    def _tell_listeners(self) -> list[Change]:
         changes, self._budget_changes = self._budget_changes, []
         finals, self._finals = self._finals, []
         for listener in self.budget_listeners if changes else ():
             listener(changes)
         for listener in self.final_listeners if finals else ():
             listener(finals)
+        return changes
+
+    # -- group commit (group_commit.py) -------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _shared_write(self) -> Iterator[None]:
+        """One write of the group transaction, opened if none is: in a savepoint of its own,
+        so a write that fails is taken back alone. Its budget changes reach the listeners as
+        the write ends, as a transaction's would: the totals the policy reads next include
+        them, so requests judged in one turn cannot pass a cap together."""
+        group = self._group
+        if group is None:
+            loop = asyncio.get_running_loop()
+            self._budget_changes, self._finals = [], []
+            self._chain.begin()
+            self.db.conn.execute("BEGIN")
+            group = self._group = group_commit.Group(loop.create_future())
+            loop.call_soon(self.commit_group)  # at the end of this turn of the loop
+        mark = self._chain.mark()
+        self.db.conn.execute("SAVEPOINT shared_write")
+        try:
+            yield
+        except BaseException:
+            if self.db.conn.in_transaction:
+                self.db.conn.execute("ROLLBACK TO shared_write")
+                self.db.conn.execute("RELEASE shared_write")
+            self._chain.rewind(mark)
+            self._budget_changes, self._finals = [], []
+            raise
+        self.db.conn.execute("RELEASE shared_write")
+        group.writes += 1
+        group.changes += self._tell_listeners()
+
+    def commit_group(self) -> None:
+        """Commit the group transaction, if one is open, and wake its writers. If it cannot
+        be committed, nothing of it is: its budget changes are given back to the listeners and
+        its writers' `committed()` raises."""
+        group, self._group = self._group, None
+        if group is None:
+            return
+        try:
+            head = self._chain.seal(self.db.conn)
+            self.db.conn.execute("COMMIT")
+        except BaseException as exc:
+            self.db.rollback()
+            self._chain.begin()
+            given_back = [(buckets, slot, -delta) for buckets, slot, delta in group.changes]
+            for listener in self.budget_listeners if given_back else ():
+                listener(given_back)
+            group.failed(exc)
+            return
+        if head is not None:
+            self._chain.took(head)
+            self._anchor()
+        group.committed()
+
+    async def committed(self) -> None:
+        """Once every write made so far is committed (at once when none is waiting). Awaited
+        right after the writes, with no await between, so the group awaited is the one holding
+        them: a group that failed raises here, to its own writers."""
+        if self._group is not None:
+            await asyncio.shield(self._group.done)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -177,6 +259,8 @@ class Ledger(RequestReads):
             if row.get(column) is not None:
                 row[column] = _dumps(row[column])
         with self.transaction():
+            if self._group is not None:
+                self._group.requests.add(request.id)
             rows.insert(self.db, "requests", row)
             self.seal("requests", request.id)
             self.event(
@@ -213,6 +297,8 @@ class Ledger(RequestReads):
             updates["estimate_usdc"] = rows.estimate_units(fields["estimate"])
         rows.update(self.db, "requests", request_id, updates)
         self.seal("requests", request_id)
+        if self._group is not None:
+            self._group.requests.add(request_id)
         self.event(request_id, str(target), {"reason": fields.get("reason"), **(event or {})}, at)
         if target in FINAL and self.final_listeners:
             agent = self.db.execute("SELECT agent FROM requests WHERE id = ?", [request_id])
@@ -295,7 +381,11 @@ class Ledger(RequestReads):
     def start_execution(
         self, request_id: str, decision_id: int, attempt: int, idempotency_key: str, at: float
     ) -> int:
-        """Record an attempt as in flight and move the request to `executing`, in one commit."""
+        """Record an attempt as in flight and move the request to `executing`, in one commit
+        (a group's, in a task that joined one: await `committed()` before paying). The group
+        holding this request's decision is committed first: never in the same transaction."""
+        if self._group is not None and request_id in self._group.requests:
+            self.commit_group()
         with self.transaction():
             check_transition(self._state(request_id), State.executing)
             execution_id = rows.insert(

@@ -56,7 +56,7 @@ class Marketplace:
             wallet_api_base=wallet_api_base,
             sandbox=sandbox,
             rest=rest,
-            wallet=WalletClient(wallet_api_base, username, api_token, transport=transport),
+            wallet=WalletClient(wallet_api_base, username, api_token),
             mcp=mcp,
             account=AccountClient(base_url, api_key=api_key, transport=transport),
             tools=PaidTools(mcp, rest, payer_key),

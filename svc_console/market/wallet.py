@@ -9,11 +9,10 @@ from decimal import Decimal
 from typing import Any, Literal
 from urllib.parse import quote
 
-import httpx
-
 from svc_console.core.models import DryRun, FundingCheckout, Outcome
 from svc_console.core.money import format_usdc
 from svc_console.market import http
+from svc_console.market.client import HttpClient
 from svc_console.market.payer import Order
 
 Protocol = Literal["x402", "mpp"]
@@ -27,17 +26,12 @@ class WalletClient:
         username: str,
         api_token: str,
         *,
-        transport: httpx.AsyncBaseTransport | None = None,
         timeout_s: float = 30.0,
     ):
         self._prefix = f"/api/wallets/{quote(username, safe='')}/actions"
-        self._client = httpx.AsyncClient(
-            verify=http.tls(),
-            base_url=api_base,
-            headers={"Authorization": f"Bearer {api_token}"},
-            timeout=http.timeout(timeout_s),
-            limits=http.limits(),
-            transport=transport,
+        # On every request's path (a dry run per decision): the lighter client (market.client).
+        self._client = HttpClient(
+            api_base, headers={"Authorization": f"Bearer {api_token}"}, timeout_s=timeout_s
         )
 
     async def aclose(self) -> None:
@@ -45,8 +39,8 @@ class WalletClient:
 
     async def dry_run(self, protocol: Protocol, endpoint_id: str, inputs: dict[str, Any]) -> DryRun:
         body = {"endpointId": endpoint_id, "inputs": inputs, "dryRun": True, "approved": False}
-        response = await http.send(
-            self._client, "POST", self._action(protocol), json=body, spends_nothing=True
+        response = await self._client.send(
+            "POST", self._action(protocol), json_body=body, spends_nothing=True
         )
         return http.parse(response, DryRun.model_validate)
 
@@ -71,11 +65,10 @@ class WalletClient:
             "chain": chain,
             "idempotencyKey": idempotency_key,
         }
-        response = await http.send(
-            self._client,
+        response = await self._client.send(
             "POST",
             self._action(protocol),
-            json=body,
+            json_body=body,
             headers={"Idempotency-Key": idempotency_key},
         )
         return http.parse(response, Outcome.model_validate)
@@ -95,7 +88,7 @@ class WalletClient:
         """`POST /api/funding/checkout`: a checkout address the operator opens to top the wallet
         up (after a `WALLET_UNFUNDED`). Spends nothing."""
         body = {"amountUsdc": format_usdc(amount_usdc)} if amount_usdc is not None else {}
-        response = await http.send(self._client, "POST", "/api/funding/checkout", json=body)
+        response = await self._client.send("POST", "/api/funding/checkout", json_body=body)
         return http.parse(response, FundingCheckout.model_validate)
 
     def _action(self, protocol: Protocol) -> str:

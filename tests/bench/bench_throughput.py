@@ -1,12 +1,18 @@
 """Throughput: requests decided by policy and committed per second, 200 agents at once, none lost.
 
-The broker runs in its own process (as `svc-console serve`, embedded sandbox on its thread); the
-agents in another (`hosts.py agents`: one AsyncAgent connection each, all connected before the
-clock starts). Each agent submits its requests one after another (the broker answers a submit at
-once and inspects in the background). The clock runs from the moment the agents are told to go
-until the broker's listeners see the last request decided (pending, denied or auto-approved,
-committed to the ledger). None lost: every submitted request is seen decided exactly once and is in
-the ledger afterwards; an agent's refused submit counts as lost.
+The broker runs in its own process (as `svc-console serve`); the sandbox, as the real marketplace
+would be, in processes of their own (`sandbox_farm.py`: several uvicorn processes behind one
+port); the agents in another (`hosts.py agents`: one AsyncAgent connection each, all connected
+before the clock starts). Each agent submits its requests one after another (the broker answers a
+submit at once and inspects in the background). The clock runs from the moment the agents are
+told to go until the broker's listeners see the last request decided (pending, denied or
+auto-approved, committed to the ledger). None lost: every submitted request is seen decided
+exactly once and is in the ledger afterwards; an agent's refused submit counts as lost.
+
+The limit is measured too: how many dry runs a second the sandbox farm alone answers to a lean
+load generator in a process of its own (`dry_run_load.py`). Each decision needs one, so the
+broker cannot decide faster on this machine. Beside each rate, the broker process's CPU time per
+decided request (the sandbox's is no longer in it).
 
 Baseline: the same number of requests from one agent.
 """
@@ -26,6 +32,7 @@ import harness
 import policy_engine
 from harness import Baseline, BenchResult, Figures, Target
 from hosts import BrokerHost
+from sandbox_farm import DEFAULT_WORKERS, FarmHost
 
 TARGET = Target({"median": 5000.0}, higher_is_better=True)
 AGENTS = 200
@@ -33,6 +40,8 @@ EACH = 5  # requests per agent: 1,000 a run
 # The growth curve: the same 1,000 requests from this many agents, so the shape shows.
 GROWTH = (1, 10, 50, 200, 1000)
 DECIDE_TIMEOUT_S = 300.0
+LIMIT_SECONDS = 5.0
+LIMIT_CONNECTIONS = 64
 
 
 @dataclass
@@ -45,6 +54,7 @@ class Load:
     states: dict[str, int]
     ledger_rows: int
     rejections: dict[str, int]  # why requests ended rejected rather than decided
+    cpu_ms: float  # the broker process's CPU per decided request, from go to the last decided
 
 
 def measure(
@@ -52,7 +62,7 @@ def measure(
 ) -> tuple[Load, str]:
     home = Path(tempfile.mkdtemp(prefix="svc-tput-"))
     try:
-        with BrokerHost(home, policy=policy, profile=profile) as host:
+        with BrokerHost(home, policy=policy, profile=profile, sandbox_farm=DEFAULT_WORKERS) as host:
             load = subprocess.Popen(
                 [
                     sys.executable,
@@ -73,12 +83,14 @@ def measure(
             assert load.stdin is not None and load.stdout is not None
             if not load.stdout.readline().startswith("ready"):
                 raise RuntimeError("the agents did not connect")
+            cpu = host.cpu_seconds()
             load.stdin.write("go\n")
             load.stdin.flush()
             report = json.loads(load.stdout.readline())
             load.wait(30)
             ids = report["ids"]
             host.wait_all(ids, DECIDE_TIMEOUT_S)
+            cpu = host.cpu_seconds() - cpu
             seen = {i: host.visible[i] for i in ids if i in host.visible}
         total = agents * each
         last = max((ns for _, ns in seen.values()), default=report["go_ns"])
@@ -104,6 +116,7 @@ def measure(
                 states=states,
                 ledger_rows=rows,
                 rejections=rejections,
+                cpu_ms=cpu * 1000 / max(decided, 1),
             ),
             host.engine,
         )
@@ -142,11 +155,63 @@ def run(runs: int) -> list[BenchResult]:
                 "ledger_rows_after": [load.ledger_rows for load in loads],
                 "rejections": [load.rejections for load in loads],
                 "baseline_lost": [load.lost for load, _ in one],
+                "broker_cpu_ms_per_decision": [round(load.cpu_ms, 3) for load in loads],
+                "baseline_broker_cpu_ms_per_decision": [round(load.cpu_ms, 3) for load, _ in one],
+                "sandbox_processes": DEFAULT_WORKERS,
             },
-            note=f"policy: {engine}",
+            note=f"policy: {engine}; {_cpu_note(loads)}",
         ),
-        *([] if profile else _growth(policy, runs)),
+        *([] if profile else [_limit(runs), *_growth(policy, runs)]),
     ]
+
+
+def _cpu_note(loads: list[Load]) -> str:
+    median = sorted(load.cpu_ms for load in loads)[len(loads) // 2]
+    return f"broker process CPU {median:.2f} ms a decision"
+
+
+def _limit(runs: int) -> BenchResult:
+    """Dry runs a second the sandbox farm alone answers to the load generator."""
+    rates, generator_cpu = [], []
+    home = Path(tempfile.mkdtemp(prefix="svc-limit-"))
+    try:
+        with FarmHost(home, workers=DEFAULT_WORKERS):
+            for _ in range(runs):
+                done = subprocess.run(
+                    [
+                        sys.executable,
+                        str(harness.BENCH_DIR / "dry_run_load.py"),
+                        "--credentials",
+                        str(home / "sandbox" / "credentials.json"),
+                        "--connections",
+                        str(LIMIT_CONNECTIONS),
+                        "--seconds",
+                        str(LIMIT_SECONDS),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    env=harness.bench_env(),
+                    check=True,
+                    timeout=120,
+                )
+                found = json.loads(done.stdout)
+                rates.append(found["rate"])
+                generator_cpu.append(found["cpu_s"] * 1000 / max(found["answered"], 1))
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return BenchResult(
+        name=f"throughput limit: dry runs the sandbox alone answers ({DEFAULT_WORKERS} processes)",
+        unit="req/s",
+        figures=Figures.of(rates),
+        target=TARGET,
+        context={
+            "sandbox_processes": DEFAULT_WORKERS,
+            "connections": LIMIT_CONNECTIONS,
+            "seconds": LIMIT_SECONDS,
+            "generator_cpu_ms_per_call": [round(c, 3) for c in generator_cpu],
+        },
+        note="load generator: raw HTTP/1.1 keep-alive on asyncio, its own process",
+    )
 
 
 def _growth(policy: Path, runs: int) -> list[BenchResult]:
@@ -162,7 +227,12 @@ def _growth(policy: Path, runs: int) -> list[BenchResult]:
                 figures=Figures.of([load.rate for load in loads]),
                 target=TARGET,
                 conditions={"none lost": sum(load.lost for load in loads) == 0},
-                context={"agents": agents, "requests_per_run": agents * each},
+                context={
+                    "agents": agents,
+                    "requests_per_run": agents * each,
+                    "broker_cpu_ms_per_decision": [round(load.cpu_ms, 3) for load in loads],
+                },
+                note=_cpu_note(loads),
             )
         )
     return results

@@ -1,14 +1,15 @@
 """The processes the socket benchmarks drive, each started fresh by a bench module:
 
-    python hosts.py broker --home DIR [--policy FILE] [--profile PREFIX]
+    python hosts.py broker --home DIR [--policy FILE] [--profile PREFIX] [--sandbox-farm N]
     python hosts.py echo --socket PATH
     python hosts.py agents --socket PATH --agents N --each K
 
-`broker` is `svc-console serve` with the embedded sandbox (its own thread, real HTTP on loopback)
-plus a broker listener (what the TUI uses to see a request) that prints one line per request the
-moment it becomes visible decided: `<request id> <state> <CLOCK_MONOTONIC ns>`. CLOCK_MONOTONIC is
-one clock for every process on the machine, so the agent's send time and the broker's "visible"
-time can be subtracted. `echo` is the baseline: a bare asyncio JSON-line echo on a Unix socket.
+`broker` is `svc-console serve` with the embedded sandbox (its own thread, real HTTP on loopback;
+with `--sandbox-farm N`, N sandbox processes behind one port instead, `sandbox_farm.py`) plus a
+broker listener (what the TUI uses to see a request) that prints one line per request the moment
+it becomes visible decided: `<request id> <state> <CLOCK_MONOTONIC ns>`. CLOCK_MONOTONIC is one
+clock for every process on the machine, so the agent's send time and the broker's "visible" time
+can be subtracted. `echo` is the baseline: a bare asyncio JSON-line echo on a Unix socket.
 `agents` is the throughput load: N AsyncAgent connections submitting K requests each, at once.
 
 Every host prints `ready ...` on stdout when it is up and stops when its stdin closes.
@@ -163,7 +164,14 @@ async def _broker(args: argparse.Namespace) -> None:
     paths = Paths(home=home, socket=home / "svc.sock", explicit_home=True)
     logs.configure(paths.logs)
     runtime_options, broker_options, engine = _policy_options(args.policy)
-    sandbox = _SandboxProcess(home) if args.sandbox_process else _profiled_sandbox(args.profile)
+    if args.sandbox_farm:
+        from sandbox_farm import FarmHost
+
+        sandbox: Any = FarmHost(home / "farm", workers=args.sandbox_farm)
+    elif args.sandbox_process:
+        sandbox = _SandboxProcess(home)
+    else:
+        sandbox = _profiled_sandbox(args.profile)
     sandbox.start()
     runtime = Runtime(
         paths=paths,
@@ -235,7 +243,9 @@ async def _echo(args: argparse.Namespace) -> None:
 async def _agents(args: argparse.Namespace) -> None:
     from svc_console.agent import AgentError, AsyncAgent
 
-    agents = [AsyncAgent(f"load-{n:03d}", args.socket) for n in range(args.agents)]
+    # Named from load-001: one agent alone is then one the policy approves without asking, as
+    # most of the 200 are (load-000 is denied: the baseline would do half the work of the 200).
+    agents = [AsyncAgent(f"load-{n:03d}", args.socket) for n in range(1, args.agents + 1)]
     for agent in agents:
         await agent.connect()
     loop = asyncio.get_running_loop()
@@ -266,7 +276,7 @@ async def _agents(args: argparse.Namespace) -> None:
                 ids.append(ticket["request_id"])
 
     started = time.monotonic_ns()
-    await asyncio.gather(*(submit_all(n, agent) for n, agent in enumerate(agents)))
+    await asyncio.gather(*(submit_all(n, agent) for n, agent in enumerate(agents, start=1)))
     submitted = time.monotonic_ns()
     print(
         json.dumps({"go_ns": started, "submitted_ns": submitted, "ids": ids, "errors": errors}),
@@ -286,6 +296,7 @@ class BrokerHost:
         policy: Path | None = None,
         profile: str | None = None,
         sandbox_process: bool = False,
+        sandbox_farm: int | None = None,
     ) -> None:
         self.home = home
         argv = [sys.executable, str(Path(__file__)), "broker", "--home", str(home)]
@@ -295,6 +306,8 @@ class BrokerHost:
             argv += ["--profile", profile]
         if sandbox_process:
             argv.append("--sandbox-process")
+        if sandbox_farm:
+            argv += ["--sandbox-farm", str(sandbox_farm)]
         self._argv = argv
         self.visible: dict[str, tuple[str, int]] = {}
         self._cpu: list[float] = []
@@ -383,6 +396,7 @@ def main() -> None:
     broker.add_argument("--policy", help="a SKILLS.md policy file (default: manual review)")
     broker.add_argument("--sandbox-process", action="store_true", help="sandbox not embedded")
     broker.add_argument("--profile", help="profile into PREFIX-broker.txt, PREFIX-sandbox.txt")
+    broker.add_argument("--sandbox-farm", type=int, help="N sandbox processes behind one port")
     echo = modes.add_parser("echo")
     echo.add_argument("--socket", required=True)
     agents = modes.add_parser("agents")

@@ -125,6 +125,19 @@ class RequestReads:
         where, args = query.where()
         return self.db.execute(f"SELECT count(*) FROM requests WHERE {where}", args).fetchone()[0]
 
+    def position(self, query: RequestQuery, request_id: str) -> int | None:
+        """Where a request stands in a query's order (0 first), or None when it selects it not.
+        A scan of what the query selects: asked for one request now and then (the selection
+        that moved off its page), never for a page."""
+        where, args = query.where()
+        ranked = (
+            f"SELECT id, row_number() OVER (ORDER BY {query.order_by()}) - 1 AS at"
+            f" FROM requests WHERE {where}"
+        )
+        row = self.db.execute(f"SELECT at FROM ({ranked}) WHERE id = ?", [*args, request_id])
+        found = row.fetchone()
+        return None if found is None else found[0]
+
     def expired_ids(self, now: float) -> list[str]:
         rows = self.db.execute(
             "SELECT id FROM requests WHERE state = 'pending' AND expires_at <= ?", [now]

@@ -634,6 +634,13 @@ def test_request_windows_page_in_sql(paths: Paths, clock: FakeClock):
         assert ledger.count(RequestQuery(states=(State.pending,), text="%")) == 0
         assert ledger.count(RequestQuery(states=(State.pending,), text="WEB kilo")) == 4
         assert ledger.count(RequestQuery(states=(State.denied,))) == 0
+        # A request's position is where its query's pages put it, in any order or filter.
+        for order, descending, text in (("agent", False, ""), ("amount", True, "kilo")):
+            ranked = RequestQuery((State.pending,), order=order, descending=descending, text=text)
+            listed = [r.id for r in ledger.window(ranked, offset=0, limit=100)]
+            assert [ledger.position(ranked, i) for i in listed] == list(range(len(listed)))
+        outside = RequestQuery(states=(State.pending,), text="kilo")
+        assert ledger.position(outside, next(i for i in ids if i not in listed)) is None
         with pytest.raises(ValueError, match="unknown order"):
             RequestQuery(states=(State.pending,), order="amount; DROP TABLE requests")
     finally:

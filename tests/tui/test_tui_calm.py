@@ -156,6 +156,23 @@ async def test_a_request_that_left_the_list_cannot_be_approved_by_a_stale_select
         assert table.gone_id is None and table.selected_id == ids[2]
 
 
+async def test_the_selection_follows_its_request_to_another_page(
+    console, paths: Paths, clock: FakeClock
+):
+    ids = seed_pending(paths, 110, clock())  # three pages: 50, 50 and 10
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await rows(pilot, 50)
+        await pilot.press("right_square_bracket")
+        table = queue(app)
+        await until(pilot, lambda: table.selected_id == ids[50])
+        for request_id in ids[:5]:  # five requests before it leave: it moves up a page
+            await app.runtime.broker.cancel(request_id)
+        await until(pilot, lambda: "1\N{EN DASH}50 of 105" in screen_text(app))
+        assert table.gone_id is None and table.selected_id == ids[50]
+        assert table.cursor_row == 45
+
+
 # -- the history's order, said truly ------------------------------------------------------------
 
 

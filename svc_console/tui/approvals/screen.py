@@ -214,6 +214,14 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
         page = ledger.window(query, offset=state.offset, limit=PAGE_SIZE)
         now, colours = self.broker.clock(), self.colours
         self.table.show(page, now, colours, cursor=cursor)
+        gone = self.table.gone_id
+        at = ledger.position(query, gone) if gone is not None else None
+        if at is not None:
+            # The selected request is still listed, on another page (those before it left, or
+            # came): the page follows it, and the selection stays on it.
+            state.page = at // PAGE_SIZE
+            page = ledger.window(query, offset=state.offset, limit=PAGE_SIZE)
+            self.table.show(page, now, colours, cursor=at % PAGE_SIZE)
         counts = {
             name: f"{state.total:,}/{self._totals[name]:,}"
             if name == self.active and self.filter.active

@@ -42,6 +42,35 @@ _WAIT_CHUNK_S = 300.0
 IDLE_NOTICE = "console.closing"  # the console's last line on a connection it closes as idle
 
 
+# A console whose queue of new connections is full (a burst of agents, a flood) answers a
+# connection at once with EAGAIN rather than making it wait: tried again for a while, as a
+# connection that waits in the queue would have.
+_BUSY_RETRY_S = 10.0
+
+
+def _connected(path: Path, timeout_s: float) -> socket.socket:
+    deadline = time.monotonic() + min(timeout_s, _BUSY_RETRY_S)
+    pause = 0.01
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout_s)
+        try:
+            sock.connect(str(path))
+            return sock
+        except BlockingIOError:
+            sock.close()
+            if time.monotonic() + pause > deadline:
+                raise NotConnected(
+                    f"cannot reach svc-console at {path}: it is busy (its queue of new"
+                    " connections stayed full)"
+                ) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.25)
+        except OSError as exc:
+            sock.close()
+            raise NotConnected(f"cannot reach svc-console at {path}: {exc.strerror}") from None
+
+
 class AgentError(Exception):
     """The broker refused a call; `reason` is its stable one-word reason."""
 
@@ -139,13 +168,7 @@ class Agent:
         self.close()
 
     def connect(self) -> dict[str, Any]:
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.settimeout(self._timeout)
-        try:
-            self._sock.connect(str(self.path))
-        except OSError as exc:
-            self.close()
-            raise NotConnected(f"cannot reach svc-console at {self.path}: {exc.strerror}") from None
+        self._sock = _connected(self.path, self._timeout)
         hello = _hello_params(self.name, self._token, self._client)
         self.hello_info = self.call("console.hello", hello)
         self.name = _bound_name(self.name, self.hello_info)

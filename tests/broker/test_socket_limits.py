@@ -355,3 +355,51 @@ def test_the_soft_file_limit_is_raised_to_the_hard_one_within_bounds():
         assert raised == expected == resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_an_agent_waits_for_room_in_a_full_queue_of_new_connections(tmp_path, monkeypatch):
+    """A console whose queue of new connections is full answers a connection with EAGAIN at
+    once: the agent's client tries again until there is room, as the flood test needs."""
+    import threading
+    import time as real_time
+    from types import SimpleNamespace
+
+    from svc_console import agent as agent_module
+
+    path = tmp_path / "busy.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    queued = []
+    while True:  # fill the queue: nothing is accepted yet
+        filler = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        filler.setblocking(False)
+        try:
+            filler.connect(str(path))
+        except BlockingIOError:
+            filler.close()
+            break
+        queued.append(filler)
+    retried = threading.Event()
+
+    def sleep(seconds: float) -> None:
+        retried.set()
+        real_time.sleep(seconds)
+
+    monkeypatch.setattr(
+        agent_module, "time", SimpleNamespace(monotonic=real_time.monotonic, sleep=sleep)
+    )
+    result: list[object] = []
+    worker = threading.Thread(target=lambda: result.append(agent_module._connected(path, 10)))
+    worker.start()
+    try:
+        assert retried.wait(10)  # refused once: the queue is full
+        accepted = [listener.accept()[0] for _ in queued]  # room again
+        worker.join(10)
+        assert isinstance(result[0], socket.socket)
+        result[0].close()
+        for connection in [*accepted, *queued]:
+            connection.close()
+    finally:
+        worker.join(10)
+        listener.close()

@@ -48,27 +48,53 @@ IDLE_NOTICE = "console.closing"  # the console's last line on a connection it cl
 _BUSY_RETRY_S = 10.0
 
 
+def _try_connect(path: Path, timeout_s: float | None) -> socket.socket | None:
+    """One attempt (a Unix socket connects at once, or says why not): the connected socket,
+    None while the console's queue of new connections is full; `timeout_s` None: non-blocking.
+    Not asyncio's own connect: on a Unix socket it takes EAGAIN for a connection in progress
+    and answers one that was never made."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(0.0 if timeout_s is None else timeout_s)
+    try:
+        sock.connect(str(path))
+        return sock
+    except BlockingIOError:
+        sock.close()
+        return None
+    except OSError as exc:
+        sock.close()
+        raise NotConnected(f"cannot reach svc-console at {path}: {exc.strerror}") from None
+
+
+class _Backoff:
+    """Pauses between attempts, doubling up to a quarter of a second, until `limit_s` is spent."""
+
+    def __init__(self, path: Path, limit_s: float):
+        self.path, self.deadline, self.pause = path, time.monotonic() + limit_s, 0.01
+
+    def next(self) -> float:
+        pause = self.pause
+        if time.monotonic() + pause > self.deadline:
+            raise NotConnected(
+                f"cannot reach svc-console at {self.path}: it is busy (its queue of new"
+                " connections stayed full)"
+            )
+        self.pause = min(pause * 2, 0.25)
+        return pause
+
+
 def _connected(path: Path, timeout_s: float) -> socket.socket:
-    deadline = time.monotonic() + min(timeout_s, _BUSY_RETRY_S)
-    pause = 0.01
-    while True:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(timeout_s)
-        try:
-            sock.connect(str(path))
-            return sock
-        except BlockingIOError:
-            sock.close()
-            if time.monotonic() + pause > deadline:
-                raise NotConnected(
-                    f"cannot reach svc-console at {path}: it is busy (its queue of new"
-                    " connections stayed full)"
-                ) from None
-            time.sleep(pause)
-            pause = min(pause * 2, 0.25)
-        except OSError as exc:
-            sock.close()
-            raise NotConnected(f"cannot reach svc-console at {path}: {exc.strerror}") from None
+    backoff = _Backoff(path, min(timeout_s, _BUSY_RETRY_S))
+    while (sock := _try_connect(path, timeout_s)) is None:
+        time.sleep(backoff.next())
+    return sock
+
+
+async def _connected_async(path: Path) -> socket.socket:
+    backoff = _Backoff(path, _BUSY_RETRY_S)
+    while (sock := _try_connect(path, None)) is None:
+        await asyncio.sleep(backoff.next())
+    return sock
 
 
 class AgentError(Exception):
@@ -302,12 +328,8 @@ class AsyncAgent:
         await self.close()
 
     async def connect(self) -> dict[str, Any]:
-        try:
-            reader, self._writer = await asyncio.open_unix_connection(
-                str(self.path), limit=16 * 1024 * 1024
-            )
-        except OSError as exc:
-            raise NotConnected(f"cannot reach svc-console at {self.path}: {exc.strerror}") from None
+        sock = await _connected_async(self.path)
+        reader, self._writer = await asyncio.open_unix_connection(sock=sock, limit=16 * 1024 * 1024)
         self._closed_idle = False
         self._reader_task = asyncio.create_task(self._read(reader))
         hello = _hello_params(self.name, self._token, self._client)

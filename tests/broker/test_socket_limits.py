@@ -357,6 +357,23 @@ def test_the_soft_file_limit_is_raised_to_the_hard_one_within_bounds():
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
+def _full_listener(path) -> tuple[socket.socket, list[socket.socket]]:
+    """A listening Unix socket whose queue of new connections is full: nothing accepted yet."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    queued = []
+    while True:
+        filler = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        filler.setblocking(False)
+        try:
+            filler.connect(str(path))
+        except BlockingIOError:
+            filler.close()
+            return listener, queued
+        queued.append(filler)
+
+
 def test_an_agent_waits_for_room_in_a_full_queue_of_new_connections(tmp_path, monkeypatch):
     """A console whose queue of new connections is full answers a connection with EAGAIN at
     once: the agent's client tries again until there is room, as the flood test needs."""
@@ -367,19 +384,7 @@ def test_an_agent_waits_for_room_in_a_full_queue_of_new_connections(tmp_path, mo
     from svc_console import agent as agent_module
 
     path = tmp_path / "busy.sock"
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
-    listener.listen(1)
-    queued = []
-    while True:  # fill the queue: nothing is accepted yet
-        filler = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        filler.setblocking(False)
-        try:
-            filler.connect(str(path))
-        except BlockingIOError:
-            filler.close()
-            break
-        queued.append(filler)
+    listener, queued = _full_listener(path)
     retried = threading.Event()
 
     def sleep(seconds: float) -> None:
@@ -402,4 +407,27 @@ def test_an_agent_waits_for_room_in_a_full_queue_of_new_connections(tmp_path, mo
             connection.close()
     finally:
         worker.join(10)
+        listener.close()
+
+
+async def test_an_async_agent_is_not_told_it_connected_while_the_queue_is_full(tmp_path):
+    """asyncio's own connect takes EAGAIN on a Unix socket for a connection in progress and
+    answers one that was never made; the async client waits for room, then really connects."""
+    from svc_console.agent import _connected_async
+
+    path = tmp_path / "busy.sock"
+    listener, queued = _full_listener(path)
+    connecting = asyncio.create_task(_connected_async(path))
+    try:
+        await asyncio.sleep(0)  # its first attempt is made and refused
+        assert not connecting.done()
+        accepted = [listener.accept()[0] for _ in queued]  # room again
+        sock = await asyncio.wait_for(connecting, 10)
+        sock.sendall(b"hello")
+        peer = listener.accept()[0]
+        assert peer.recv(5) == b"hello"  # a real connection: what it sent arrived
+        for connection in [sock, peer, *accepted, *queued]:
+            connection.close()
+    finally:
+        connecting.cancel()
         listener.close()

@@ -403,3 +403,18 @@ def main(run: Callable[[int], list[BenchResult]], *, default_runs: int = 5) -> N
     print(format_table(results), flush=True)
     if args.json:
         write_json(results, args.json)
+
+
+def wait_for_health(base_url: str, deadline: float) -> None:
+    """Until a sandbox at `base_url` answers its health route (its credentials are written just
+    before it listens); past `deadline` (time.monotonic), the last error is raised."""
+    import urllib.request
+
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base_url}/api/health", timeout=1):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)

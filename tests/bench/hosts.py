@@ -108,20 +108,6 @@ def _policy_options(path: str | None) -> tuple[dict[str, Any], dict[str, Any], s
     return {"policy_files": [Path(path)]}, {}, policy_engine.describe(Path(path))
 
 
-def _wait_for_health(base_url: str, deadline: float) -> None:
-    # The credentials are written just before uvicorn starts listening.
-    import urllib.request
-
-    while True:
-        try:
-            with urllib.request.urlopen(f"{base_url}/api/health", timeout=1):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
-
-
 class _SandboxProcess:
     """`svc-console sandbox` in a process of its own, standing in for the embedded sandbox: to
     show what the broker's process costs once the sandbox no longer shares its interpreter."""
@@ -146,7 +132,7 @@ class _SandboxProcess:
             time.sleep(0.01)
         found = json.loads(self.credentials.read_text())
         self.base_url = found["base_url"]
-        _wait_for_health(self.base_url, deadline)
+        harness.wait_for_health(self.base_url, deadline)
         self.state = SimpleNamespace(**found)
 
     def stop(self) -> None:

@@ -96,17 +96,7 @@ def serve(home: Path, workers: int) -> None:
 
 
 def _wait_until_answering(base_url: str) -> None:
-    import urllib.request
-
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        try:
-            with urllib.request.urlopen(f"{base_url}/api/health", timeout=1):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
+    harness.wait_for_health(base_url, time.monotonic() + START_TIMEOUT_S)
 
 
 class FarmHost:

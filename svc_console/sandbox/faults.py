@@ -380,18 +380,14 @@ class Faults:
         random draws are consumed here, once per matching request. A dry run is never repriced
         (the runtime price is what a reprice changes), so it spends none of a reprice's count; an
         overbill fires at the charge instead (`bill_factor`)."""
-        fired = []
         with self._lock:
-            for fault in self._faults:
-                if not fault.matches(path) or fault.remaining == 0:
-                    continue
-                if fault.kind == "overbill" or (dry_run and fault.kind == "reprice"):
-                    continue
-                if fault._rng is not None and fault._rng.random() >= fault.rate:  # type: ignore[operator]
-                    continue
-                fault.fired += 1
-                fired.append(fault)
-        return fired
+            return [
+                fault
+                for fault in self._faults
+                if fault.kind != "overbill"
+                and not (dry_run and fault.kind == "reprice")
+                and _takes(fault, path)
+            ]
 
     def bill_factor(self) -> Decimal:
         """What a charge being made is billed, times what it paid: the product of the overbill
@@ -402,10 +398,17 @@ class Faults:
             return factor
         with self._lock:
             for fault in self._faults:
-                if fault.kind != "overbill" or not fault.matches(path) or fault.remaining == 0:
-                    continue
-                if fault._rng is not None and fault._rng.random() >= fault.rate:  # type: ignore[operator]
-                    continue
-                fault.fired += 1
-                factor *= fault.factor or DEFAULT_FACTOR
+                if fault.kind == "overbill" and _takes(fault, path):
+                    factor *= fault.factor or DEFAULT_FACTOR
         return factor
+
+
+def _takes(fault: Fault, path: str) -> bool:
+    """Whether `fault` fires on a request to `path`: it matches, has count left and its draw
+    says so; the count and the draw are consumed. Called under `Faults`' lock."""
+    if not fault.matches(path) or fault.remaining == 0:
+        return False
+    if fault._rng is not None and fault._rng.random() >= fault.rate:  # type: ignore[operator]
+        return False
+    fault.fired += 1
+    return True

@@ -37,4 +37,10 @@ def runtime_price(record: EndpointRecord, inputs: dict[str, Any], factor: Decima
         steps = int((high - low) / PRICE_STEP)  # type: ignore[operator]
         seed = upstream.digest("price", record.id, upstream.canonical(inputs))
         base = low + PRICE_STEP * (int.from_bytes(seed[:8], "big") % (steps + 1))  # type: ignore[operator]
-    return (base * factor).quantize(_MICRO, rounding=ROUND_CEILING)
+    return times(base, factor)
+
+
+def times(amount: Decimal, factor: Decimal) -> Decimal:
+    """`amount` times `factor`, to the micro-USDC, rounded up: a repriced or overbilled call is
+    never made cheaper by the rounding."""
+    return (amount * factor).quantize(_MICRO, rounding=ROUND_CEILING)

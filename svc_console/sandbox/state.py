@@ -18,7 +18,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from svc_console.core.home import home_folder
-from svc_console.core.money import USDC_DECIMALS, parse_usdc
+from svc_console.core.money import parse_usdc
+from svc_console.sandbox import pricing
 from svc_console.sandbox.accounts import Accounts
 from svc_console.sandbox.compute import JobBoard
 from svc_console.sandbox.faults import Faults
@@ -191,9 +192,7 @@ class SandboxState:
     ) -> Charge:
         """Debits the balance and records the charge; raises InsufficientFunds, spending nothing,
         when the balance is short."""
-        billed = (price_usdc * self.faults.bill_factor()).quantize(
-            Decimal(1).scaleb(-USDC_DECIMALS)
-        )
+        billed = pricing.times(price_usdc, self.faults.bill_factor())
         with self.lock:
             if self._balance < billed:
                 raise InsufficientFunds(self._balance, billed)

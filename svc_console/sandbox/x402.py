@@ -40,7 +40,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from decimal import ROUND_CEILING, Decimal
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -64,6 +64,7 @@ from svc_console.core.networks import (
     evm_chain_id,
     same_address,
 )
+from svc_console.sandbox import pricing
 from svc_console.sandbox.eip3009 import (
     Authorization,
     MalformedAuthorization,
@@ -249,9 +250,7 @@ class X402Gate:
     def runtime_amount(self, listed_usdc: Decimal) -> Decimal:
         """What a challenge asks for a listed price: the listing times the state's reprice factor
         (and a firing `reprice` fault's), so a charged tool can ask more than it was quoted."""
-        return (listed_usdc * self.state.reprice_factor).quantize(
-            Decimal("0.000001"), rounding=ROUND_CEILING
-        )
+        return pricing.times(listed_usdc, self.state.reprice_factor)
 
     @staticmethod
     def encode(required: dict[str, Any]) -> str:

@@ -128,14 +128,18 @@ class RequestReads:
     def position(self, query: RequestQuery, request_id: str) -> int | None:
         """Where a request stands in a query's order (0 first), or None when it selects it not.
         A scan of what the query selects: asked for one request now and then (the selection
-        that moved off its page), never for a page."""
+        that moved off its page), never for a page; and not at all for a request no longer in
+        the query's states (the usual case: decided, expired), which one indexed read tells."""
+        state = self.db.execute("SELECT state FROM requests WHERE id = ?", [request_id]).fetchone()
+        if state is None or state[0] not in {str(s) for s in query.states}:
+            return None
         where, args = query.where()
         ranked = (
             f"SELECT id, row_number() OVER (ORDER BY {query.order_by()}) - 1 AS at"
             f" FROM requests WHERE {where}"
         )
-        row = self.db.execute(f"SELECT at FROM ({ranked}) WHERE id = ?", [*args, request_id])
-        found = row.fetchone()
+        at = self.db.execute(f"SELECT at FROM ({ranked}) WHERE id = ?", [*args, request_id])
+        found = at.fetchone()
         return None if found is None else found[0]
 
     def expired_ids(self, now: float) -> list[str]:

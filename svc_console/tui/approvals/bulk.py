@@ -115,9 +115,8 @@ class BulkModal(DecidingDialog):
         typed: bool,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(clock=clock)
         self.requests, self.total, self._decide = requests, total, decide
-        self.clock = clock
         self.approve, self.typed = approve, typed and approve
         count = len(requests)
         self.TITLE_TEXT = f"{'Approve' if approve else 'Deny'} {count} marked requests"
@@ -147,11 +146,11 @@ class BulkModal(DecidingDialog):
         yield Static(Text(head), markup=False, classes="dialog-explain")
         yield Static(self.listing(), markup=False)
         deadlines = [r.expires_at for r in self.requests if r.expires_at is not None]
-        if self.clock is not None and deadlines:
+        if self._clock is not None and deadlines:
             # The soonest deadline: past it that request is left out, the others still decided.
             yield Countdown(
                 min(deadlines),
-                self.clock,
+                self._clock,
                 running="The first of them expires in",
                 over="One of them has expired: it will be left out, the others decided.",
             )

@@ -46,7 +46,7 @@ class DecidingDialog(ModalScreen[bool]):
         clock: Callable[[], float] | None = None,
     ) -> None:
         """`expiring`: the one request decided here, whose time left is counted down by
-        `clock`; None for a dialog over several requests."""
+        `clock`; None for a dialog over several requests (which counts down itself)."""
         super().__init__()
         self._busy = False
         self._expiring, self._clock = expiring, clock

@@ -93,3 +93,28 @@ async def runtime(make_runtime: Callable[..., Runtime]) -> AsyncIterator[Runtime
     await rt.start()
     yield rt
     await rt.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """A PostgreSQL server for the session (tests/postgres.py), started when a test first asks
+    for one; skipped, with the reason, where none can be started."""
+    from postgres import PostgresServer, Unavailable
+
+    server = PostgresServer()
+    try:
+        server.start()
+    except Unavailable as exc:
+        server.stop()
+        pytest.skip(f"no PostgreSQL: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ledger_url(request: pytest.FixtureRequest) -> str | None:
+    """The engine a ledger test runs on: None for the SQLite file (the default), else the URL
+    of a fresh PostgreSQL database. Ledger tests take it and pass it as `Ledger(url=...)`."""
+    if request.param == "sqlite":
+        return None
+    return request.getfixturevalue("postgres").new_database()

@@ -201,11 +201,14 @@ class Chain:
         seq, previous = self.seq, self.hash
         for request_id, kind, data, at in events:
             digest = link(self.key, previous, event_payload(at, request_id, kind, data))
-            seq = conn.execute(
-                "INSERT INTO events (at, request_id, type, data, prev_hash, hash)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                [at, request_id, kind, dumps(data), previous, digest],
-            ).lastrowid or (seq + 1)
+            # The seq is the chain's own count, not the engine's: a sequence on PostgreSQL
+            # would leave a gap after a transaction rolled back, and a gap reads as cut events.
+            seq += 1
+            conn.execute(
+                "INSERT INTO events (seq, at, request_id, type, data, prev_hash, hash)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [seq, at, request_id, kind, dumps(data), previous, digest],
+            )
             previous = digest
         return seq, previous
 

@@ -18,16 +18,15 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-import sqlite_utils
-
 from svc_console.core.buckets import Bucket, Change, buckets_for, slot_of
 from svc_console.ledger import rows
+from svc_console.ledger.engine import Database
 
 
 class Chained(Protocol):
     """The ledger, as far as pruning needs it (its own transactions and events)."""
 
-    db: sqlite_utils.Database
+    db: Database
 
     def transaction(self) -> AbstractContextManager[None]: ...
 
@@ -39,7 +38,7 @@ GRAINS = (MINUTE, HOUR, DAY)
 
 
 def reserve(
-    db: sqlite_utils.Database,
+    db: Database,
     request_id: str,
     decision_id: int,
     amount: int,
@@ -74,7 +73,7 @@ def reserve(
     return buckets, slot, amount
 
 
-def settle(db: sqlite_utils.Database, request_id: str, charged: int, at: float) -> Change | None:
+def settle(db: Database, request_id: str, charged: int, at: float) -> Change | None:
     """The request succeeded and was charged `charged`: the reservation becomes settled spend."""
     open_row = _open(db, request_id)
     if open_row is None:
@@ -91,7 +90,7 @@ def settle(db: sqlite_utils.Database, request_id: str, charged: int, at: float) 
     return buckets, slot, charged - reserved
 
 
-def release(db: sqlite_utils.Database, request_id: str, at: float) -> Change | None:
+def release(db: Database, request_id: str, at: float) -> Change | None:
     """Nothing was or will be paid on this approval: give its reservation back."""
     open_row = _open(db, request_id)
     if open_row is None:
@@ -103,7 +102,7 @@ def release(db: sqlite_utils.Database, request_id: str, at: float) -> Change | N
     return buckets, slot, -reserved
 
 
-def totals_rows(db: sqlite_utils.Database, now: float) -> Iterator[tuple[int, str, str, int, int]]:
+def totals_rows(db: Database, now: float) -> Iterator[tuple[int, str, str, int, int]]:
     """(grain, scope, key, end of the minute/hour/day, reserved + settled) that the rolling
     windows ending at `now` can reach, each grain in time order: the minutes of the last day
     (the hour and day windows), the hours of the last week (the week), the days of the last
@@ -132,7 +131,7 @@ def prune(ledger: Chained, before: float) -> int:
     return removed
 
 
-def open_reserved(db: sqlite_utils.Database) -> dict[Bucket, int]:
+def open_reserved(db: Database) -> dict[Bucket, int]:
     """What the open reservations (approvals not yet charged or released) hold, by bucket: a
     few rows at any time, read through the index of open reservations."""
     held: dict[Bucket, int] = {}
@@ -144,17 +143,18 @@ def open_reserved(db: sqlite_utils.Database) -> dict[Bucket, int]:
     return held
 
 
-def reservation(db: sqlite_utils.Database, request_id: str) -> dict | None:
+def reservation(db: Database, request_id: str) -> dict | None:
     """The latest reservation of a request (for screens and tests)."""
-    rows = list(
-        db["budget_reservations"].rows_where(
-            "request_id = ?", [request_id], order_by="id desc", limit=1
+    found = rows.dicts(
+        db.execute(
+            "SELECT * FROM budget_reservations WHERE request_id = ? ORDER BY id DESC LIMIT 1",
+            [request_id],
         )
     )
-    return rows[0] if rows else None
+    return found[0] if found else None
 
 
-def backfill(db: sqlite_utils.Database) -> None:
+def backfill(db: Database) -> None:
     """Count the approvals a ledger recorded before it had budget tables (schema step 2): open
     ones as reserved, succeeded ones as settled at what was charged. Runs once, in the migration."""
     rows = db.execute(
@@ -174,7 +174,7 @@ def backfill(db: sqlite_utils.Database) -> None:
             settle(db, request_id, charged or 0, at)
 
 
-def _open(db: sqlite_utils.Database, request_id: str) -> tuple[int, tuple, int, int] | None:
+def _open(db: Database, request_id: str) -> tuple[int, tuple, int, int] | None:
     row = db.execute(
         "SELECT id, buckets, slot, reserved_usdc FROM budget_reservations"
         " WHERE request_id = ? AND state = 'reserved' ORDER BY id DESC LIMIT 1",
@@ -195,7 +195,7 @@ def grants_in(buckets: tuple[Bucket, ...]) -> list[int]:
     ]
 
 
-def _grant_used(db: sqlite_utils.Database, buckets: tuple[Bucket, ...], delta: int) -> None:
+def _grant_used(db: Database, buckets: tuple[Bucket, ...], delta: int) -> None:
     """What a grant approved follows its approvals' reservations (the caller seals the row)."""
     for grant in grants_in(buckets):
         db.execute("UPDATE grants SET used_usdc = used_usdc + ? WHERE id = ?", [delta, grant])
@@ -205,7 +205,7 @@ _GRANT_SCOPE = "auto:grant:"  # core.buckets.rule_scope of a grant's rule, `gran
 
 
 def add(
-    db: sqlite_utils.Database,
+    db: Database,
     buckets: tuple[Bucket, ...],
     slot: int,
     *,
@@ -218,8 +218,9 @@ def add(
     db.conn.executemany(
         "INSERT INTO budget_totals (grain, at, scope, key, reserved_usdc, settled_usdc)"
         " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (grain, at, scope, key) DO UPDATE SET"
-        " reserved_usdc = reserved_usdc + excluded.reserved_usdc,"
-        " settled_usdc = settled_usdc + excluded.settled_usdc",
+        # Qualified with the table: PostgreSQL, unlike SQLite, will not guess which one is meant.
+        " reserved_usdc = budget_totals.reserved_usdc + excluded.reserved_usdc,"
+        " settled_usdc = budget_totals.settled_usdc + excluded.settled_usdc",
         [
             (grain, at, scope, key, reserved, settled)
             for scope, key in buckets

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 
 from svc_console.core.models import Evidence
+from svc_console.ledger import rows
 from svc_console.ledger.store import Ledger
 
 
@@ -67,7 +68,7 @@ def make(
         "request_id": request_id,
     }
     with ledger.transaction():
-        grant_id = ledger.db["grants"].insert(row).last_pk
+        grant_id = rows.insert(ledger.db, "grants", row)
         ledger.seal("grants", grant_id)
         shown = {k: v for k, v in row.items() if k != "evidence"}
         ledger.event(request_id, "grant_made", {"id": grant_id, **shown}, at)
@@ -83,7 +84,7 @@ def end(ledger: Ledger, grant_id: int, *, by: str, reason: str, at: float) -> Gr
         if found is None or found.ended_at is not None:
             raise NoSuchGrant(grant_id)
         ended = {"ended_at": at, "ended_by": by, "ended_reason": reason}
-        ledger.db["grants"].update(grant_id, ended)
+        rows.update(ledger.db, "grants", grant_id, ended)
         ledger.seal("grants", grant_id)
         ledger.event(found.request_id, "grant_ended", {"id": grant_id, **ended}, at)
     ended_row = get(ledger, grant_id)

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from svc_console.core.models import Evidence
+from svc_console.ledger import rows
 from svc_console.ledger.store import Ledger
 
 
@@ -34,7 +35,7 @@ def pause(ledger: Ledger, agent: str, reason: str, by: str, at: float) -> bool:
         if _open(ledger, agent) is not None:
             return False
         row = {"agent": agent, "paused_at": at, "reason": reason, "paused_by": by}
-        pause_id = ledger.db["agent_pauses"].insert(row).last_pk
+        pause_id = rows.insert(ledger.db, "agent_pauses", row)
         ledger.seal("agent_pauses", pause_id)
         ledger.event(None, "agent_paused", {"id": pause_id, **row}, at)
     return True
@@ -50,7 +51,7 @@ def resume(ledger: Ledger, agent: str, evidence: Evidence, at: float) -> Pause:
         by = evidence.channel
         facts = {"resumed_at": at, "resumed_by": by}
         shown = evidence.model_dump(mode="json")
-        ledger.db["agent_pauses"].update(pause_id, {**facts, "evidence": json.dumps(shown)})
+        rows.update(ledger.db, "agent_pauses", pause_id, {**facts, "evidence": json.dumps(shown)})
         ledger.seal("agent_pauses", pause_id)
         ledger.event(
             None, "agent_resumed", {"id": pause_id, "agent": agent, **facts, "evidence": shown}, at

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from svc_console.ledger import rows
 from svc_console.ledger.store import Ledger
 
 
@@ -51,7 +52,7 @@ def record(
         "text": text,
     }
     with ledger.transaction():
-        version_id = ledger.db["policy_versions"].insert(row).last_pk
+        version_id = rows.insert(ledger.db, "policy_versions", row)
         ledger.seal("policy_versions", version_id)
         ledger.event(
             None,
@@ -85,10 +86,11 @@ def history(
         args.append(path)
     if valid_only:
         where.append("valid = 1")
-    rows = ledger.db["policy_versions"].rows_where(
-        " AND ".join(where) or None, args, order_by="id desc", limit=limit
+    condition = " AND ".join(where) or "1 = 1"
+    cursor = ledger.db.execute(
+        f"SELECT * FROM policy_versions WHERE {condition} ORDER BY id DESC LIMIT ?", [*args, limit]
     )
-    return [_version(row) for row in rows]
+    return [_version(row) for row in rows.dicts(cursor)]
 
 
 def _version(row: dict[str, Any]) -> PolicyVersion:

@@ -9,11 +9,10 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-import sqlite_utils
-
 from svc_console.core.models import Decision, SpendRequest
 from svc_console.core.money import from_atomic
 from svc_console.core.states import FINAL, State
+from svc_console.ledger.engine import Database
 from svc_console.ledger.request_windows import RequestQuery
 
 JSON_COLUMNS = ("inputs", "endpoint", "estimate", "risk", "verdict", "submitter")
@@ -22,7 +21,7 @@ JSON_COLUMNS = ("inputs", "endpoint", "estimate", "risk", "verdict", "submitter"
 class RequestReads:
     """The reads of `Ledger`, over its connection."""
 
-    db: sqlite_utils.Database
+    db: Database
 
     def get(self, request_id: str) -> SpendRequest | None:
         row = self.db.execute("SELECT * FROM requests WHERE id = ?", [request_id]).fetchone()
@@ -177,7 +176,7 @@ class RequestReads:
     def _columns(self, table: str) -> list[str]:
         cache = self.__dict__.setdefault("_column_cache", {})
         if table not in cache:
-            cache[table] = [c.name for c in self.db[table].columns]
+            cache[table] = self.db.column_names(table)
         return cache[table]
 
     def _hydrate(self, row: dict[str, Any]) -> SpendRequest:

@@ -10,23 +10,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import sqlite_utils
-
 from svc_console.core.models import Estimate
 from svc_console.core.money import to_atomic
+from svc_console.ledger.engine import Database
 
 
-def insert(db: sqlite_utils.Database, table: str, row: Mapping[str, Any]) -> int:
-    """Insert one row; returns its rowid (the primary key of the tables with an integer id)."""
+def insert(db: Database, table: str, row: Mapping[str, Any]) -> Any:
+    """Insert one row; returns its `id` (RETURNING, which both engines speak: PostgreSQL has no
+    lastrowid)."""
     columns = ", ".join(f'"{name}"' for name in row)
     marks = ", ".join("?" * len(row))
     cursor = db.conn.execute(
-        f'INSERT INTO "{table}" ({columns}) VALUES ({marks})', list(row.values())
+        f'INSERT INTO "{table}" ({columns}) VALUES ({marks}) RETURNING id', list(row.values())
     )
-    return int(cursor.lastrowid or 0)
+    return cursor.fetchone()[0]
 
 
-def update(db: sqlite_utils.Database, table: str, key: Any, values: Mapping[str, Any]) -> None:
+def update(db: Database, table: str, key: Any, values: Mapping[str, Any]) -> None:
     """Set `values` on the row whose `id` is `key`; a missing row is an error, not a no-op."""
     assignments = ", ".join(f'"{name}" = ?' for name in values)
     cursor = db.conn.execute(
@@ -34,6 +34,12 @@ def update(db: sqlite_utils.Database, table: str, key: Any, values: Mapping[str,
     )
     if cursor.rowcount != 1:
         raise KeyError(f"{table} {key!r}")
+
+
+def dicts(cursor: Any) -> list[dict[str, Any]]:
+    """A cursor's rows as dicts of their column names."""
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
 
 
 def estimate_units(estimate: Estimate | dict | None) -> int | None:

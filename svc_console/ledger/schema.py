@@ -1,122 +1,127 @@
-"""Tables of the ledger and their migrations (PRAGMA user_version counts applied steps).
+"""Tables of the ledger and their migrations (the schema version counts applied steps: SQLite's
+PRAGMA user_version, a one-row table on PostgreSQL; `engine.Database.schema_version`).
 
 Amounts are integer atomic USDC units (6 decimals). JSON columns hold the pydantic models' dumps.
 """
 
-import sqlite_utils
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from svc_console.ledger import engine
+from svc_console.ledger.engine import Database
 
 SCHEMA_VERSION = 1
 
 
-def _v1(db: sqlite_utils.Database) -> None:
+def _v1(db: Database) -> None:
     """The broker's record: requests, the decisions on them, the executions that paid, and the
-    hash-chained event log."""
+    hash-chained event log. The text sqlite-utils wrote for these tables when this step was made
+    with it, kept as it was so old and new ledgers hold one schema."""
     _v1_requests(db)
     _v1_decisions(db)
     _v1_executions(db)
     _v1_events(db)
 
 
-def _v1_requests(db: sqlite_utils.Database) -> None:
+def _v1_requests(db: Database) -> None:
     """What agents asked for, with what the broker learned about each request."""
-    db["requests"].create(
-        {
-            "id": str,
-            "agent": str,
-            "kind": str,
-            "endpoint_id": str,
-            "dataset_id": str,
-            "provider": str,
-            "inputs": str,
-            "purpose": str,
-            "max_usdc": int,
-            "idempotency_key": str,
-            "state": str,
-            "reason": str,
-            "created_at": float,
-            "updated_at": float,
-            "expires_at": float,
-            "endpoint": str,
-            "estimate": str,
-            "risk": str,
-            "verdict": str,
-            "skill": str,
-            "funding_url": str,
-        },
-        pk="id",
-        not_null={"agent", "kind", "inputs", "purpose", "state", "created_at", "updated_at"},
+    db.execute(
+        """CREATE TABLE "requests" (
+   "id" TEXT PRIMARY KEY,
+   "agent" TEXT NOT NULL,
+   "kind" TEXT NOT NULL,
+   "endpoint_id" TEXT,
+   "dataset_id" TEXT,
+   "provider" TEXT,
+   "inputs" TEXT NOT NULL,
+   "purpose" TEXT NOT NULL,
+   "max_usdc" INTEGER,
+   "idempotency_key" TEXT,
+   "state" TEXT NOT NULL,
+   "reason" TEXT,
+   "created_at" REAL NOT NULL,
+   "updated_at" REAL NOT NULL,
+   "expires_at" REAL,
+   "endpoint" TEXT,
+   "estimate" TEXT,
+   "risk" TEXT,
+   "verdict" TEXT,
+   "skill" TEXT,
+   "funding_url" TEXT
+)"""
     )
     db.execute(
         "CREATE UNIQUE INDEX requests_idempotency ON requests(agent, idempotency_key)"
         " WHERE idempotency_key IS NOT NULL"
     )
-    db["requests"].create_index(["state", "expires_at"])
-    db["requests"].create_index(["provider"])
-    db["requests"].create_index(["created_at"])
+    _index(db, "requests", "state", "expires_at")
+    _index(db, "requests", "provider")
+    _index(db, "requests", "created_at")
 
 
-def _v1_decisions(db: sqlite_utils.Database) -> None:
+def _index(db: Database, table: str, *columns: str, unique: bool = False) -> None:
+    """An index named as sqlite-utils names them (`idx_<table>_<columns>`)."""
+    name = "_".join(("idx", table, *columns))
+    listed = ", ".join(f'"{column}"' for column in columns)
+    kind = "UNIQUE INDEX" if unique else "INDEX"
+    db.execute(f'CREATE {kind} "{name}"\n    ON "{table}" ({listed})')
+
+
+def _v1_decisions(db: Database) -> None:
     """Each approval or denial of a request, by the operator or a policy."""
-    db["decisions"].create(
-        {
-            "id": int,
-            "request_id": str,
-            "approved": int,
-            "by": str,
-            "at": float,
-            "ceiling_usdc": int,
-            "note": str,
-        },
-        pk="id",
-        foreign_keys=[("request_id", "requests", "id")],
-        not_null={"request_id", "approved", "by", "at"},
+    db.execute(
+        """CREATE TABLE "decisions" (
+   "id" INTEGER PRIMARY KEY,
+   "request_id" TEXT NOT NULL REFERENCES "requests"("id"),
+   "approved" INTEGER NOT NULL,
+   "by" TEXT NOT NULL,
+   "at" REAL NOT NULL,
+   "ceiling_usdc" INTEGER,
+   "note" TEXT
+)"""
     )
-    db["decisions"].create_index(["request_id"])
+    _index(db, "decisions", "request_id")
 
 
-def _v1_executions(db: sqlite_utils.Database) -> None:
+def _v1_executions(db: Database) -> None:
     """Each attempt to pay for an approved request, under its idempotency key."""
-    db["executions"].create(
-        {
-            "id": int,
-            "request_id": str,
-            "decision_id": int,
-            "attempt": int,
-            "idempotency_key": str,
-            "started_at": float,
-            "finished_at": float,
-            "status": str,
-            "charged_usdc": int,
-            "chain": str,
-            "outcome": str,
-            "error": str,
-        },
-        pk="id",
-        foreign_keys=[("request_id", "requests", "id"), ("decision_id", "decisions", "id")],
-        not_null={"request_id", "decision_id", "attempt", "idempotency_key", "started_at"},
+    db.execute(
+        """CREATE TABLE "executions" (
+   "id" INTEGER PRIMARY KEY,
+   "request_id" TEXT NOT NULL REFERENCES "requests"("id"),
+   "decision_id" INTEGER NOT NULL REFERENCES "decisions"("id"),
+   "attempt" INTEGER NOT NULL,
+   "idempotency_key" TEXT NOT NULL,
+   "started_at" REAL NOT NULL,
+   "finished_at" REAL,
+   "status" TEXT,
+   "charged_usdc" INTEGER,
+   "chain" TEXT,
+   "outcome" TEXT,
+   "error" TEXT
+)"""
     )
-    db["executions"].create_index(["idempotency_key"], unique=True)
-    db["executions"].create_index(["request_id"])
+    _index(db, "executions", "idempotency_key", unique=True)
+    _index(db, "executions", "request_id")
 
 
-def _v1_events(db: sqlite_utils.Database) -> None:
+def _v1_events(db: Database) -> None:
     """The event log, each row hash-chained to the one before it (`ledger/audit.py`)."""
-    db["events"].create(
-        {
-            "seq": int,
-            "at": float,
-            "request_id": str,
-            "type": str,
-            "data": str,
-            "prev_hash": str,
-            "hash": str,
-        },
-        pk="seq",
-        not_null={"at", "type", "data", "prev_hash", "hash"},
+    db.execute(
+        """CREATE TABLE "events" (
+   "seq" INTEGER PRIMARY KEY,
+   "at" REAL NOT NULL,
+   "request_id" TEXT,
+   "type" TEXT NOT NULL,
+   "data" TEXT NOT NULL,
+   "prev_hash" TEXT NOT NULL,
+   "hash" TEXT NOT NULL
+)"""
     )
 
 
-def _v2(db: sqlite_utils.Database) -> None:
+def _v2(db: Database) -> None:
     """Policies: each policy version seen, budget reservations and the running totals per bucket
     by minute, hour and day (ledger/budgets.py, ledger/policy_versions.py). Approvals recorded
     before this step are counted in the totals here, once, so upgrading never forgets spend a
@@ -172,7 +177,7 @@ def _v2(db: sqlite_utils.Database) -> None:
     backfill(db)
 
 
-def _v3(db: sqlite_utils.Database) -> None:
+def _v3(db: Database) -> None:
     """The synced usage history (ledger/usage_write.py writes it, ledger/usage_query.py reads it).
 
     Written with IF NOT EXISTS so the step is safe to meet twice while the migrations of parallel
@@ -220,16 +225,17 @@ def _v3(db: sqlite_utils.Database) -> None:
         db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON usage({columns})")
 
 
-def _v4(db: sqlite_utils.Database) -> None:
+def _v4(db: Database) -> None:
     """The catalogue cache: market endpoints and dataset listings with their search indexes. The
     tables are defined in ledger/catalogue_schema.py; each index serves a query of
     ledger/catalogue_search.py."""
     from svc_console.ledger.catalogue_schema import create_tables
 
-    create_tables(db.conn)
+    if db.dialect == "sqlite":  # a cache of the market, kept in the local file (FTS5 trigrams)
+        create_tables(db.conn)
 
 
-def _v5(db: sqlite_utils.Database) -> None:
+def _v5(db: Database) -> None:
     """The pending list sorted in SQL by an index for each of its orders (ledger/request_windows.py
     `ORDERS`), so a sort reads the page on screen, not the queue.
 
@@ -246,7 +252,7 @@ def _v5(db: sqlite_utils.Database) -> None:
 
     Safe to meet twice, like _v2 to _v4: the column is added only when missing, indexes with IF
     NOT EXISTS, and filling again writes the same values."""
-    columns = {row[1] for row in db.execute("PRAGMA table_info(requests)").fetchall()}
+    columns = set(db.column_names("requests"))
     if "estimate_usdc" not in columns:
         db.execute("ALTER TABLE requests ADD COLUMN estimate_usdc INTEGER")
     db.execute(
@@ -266,7 +272,7 @@ def _v5(db: sqlite_utils.Database) -> None:
         )
 
 
-def _v6(db: sqlite_utils.Database) -> None:
+def _v6(db: Database) -> None:
     """Agents as identities and decisions as evidence: whether a request's agent proved its name,
     which process submitted it (JSON, `Submitter`), and who made each decision (JSON,
     `Evidence`). Safe to meet twice: a column is added only when missing."""
@@ -275,12 +281,11 @@ def _v6(db: sqlite_utils.Database) -> None:
         ("requests", "submitter", "TEXT"),
         ("decisions", "evidence", "TEXT"),
     ):
-        columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})").fetchall()}
-        if column not in columns:
+        if column not in db.column_names(table):
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
-def _v7(db: sqlite_utils.Database) -> None:
+def _v7(db: Database) -> None:
     """Brakes: agents the circuit breaker paused (a row per pause, closed by the operator's
     resume; the current pauses are the open rows), and requests by the time of their last
     change, so the breaker's recent outcomes are read at start without a scan. Safe to meet
@@ -297,7 +302,7 @@ def _v7(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS requests_updated ON requests(updated_at)")
 
 
-def _v8(db: sqlite_utils.Database) -> None:
+def _v8(db: Database) -> None:
     """Grants: an operator's decision that stands for a while for one agent and one endpoint,
     dataset or tool (policy/grants.py). `used_usdc` is what it approved, reserved and settled,
     kept with the budget reservations (ledger/budgets.py); an ended grant keeps its row, with when,
@@ -313,16 +318,30 @@ def _v8(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS grants_open ON grants(id) WHERE ended_at IS NULL")
 
 
-MIGRATIONS = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8]
+def _step(step: Callable[[Database], None]) -> Callable[[Any], None]:
+    """A step that takes any SQLite database as well as an engine's (`engine.of`)."""
+
+    @functools.wraps(step)
+    def run(db: Any) -> None:
+        step(engine.of(db))
+
+    return run
 
 
-def migrate(db: sqlite_utils.Database) -> None:
-    version = db.execute("PRAGMA user_version").fetchone()[0]
+MIGRATIONS = [_step(step) for step in (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8)]
+
+
+def migrate(db: Any) -> None:
+    db = engine.of(db)
+    version = db.schema_version()
     if version > len(MIGRATIONS):
         raise RuntimeError(
             f"the ledger was written by a newer svc-console (schema {version}); upgrade to open it"
         )
     for step in range(version, len(MIGRATIONS)):
         with db.atomic():
+            db.prepare_schema()
+            if db.schema_version() > step:  # another broker ran this step while we waited
+                continue
             MIGRATIONS[step](db)
-            db.execute(f"PRAGMA user_version = {step + 1}")
+            db.set_schema_version(step + 1)

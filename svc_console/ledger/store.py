@@ -1,4 +1,5 @@
-"""The ledger: one SQLite file (WAL), written through sqlite-utils by one broker at a time.
+"""The ledger: one SQLite file (WAL), or a PostgreSQL database (`engine`), written by one broker
+at a time.
 
 Every change of a request's state is in one transaction together with its event, so the event log
 and the tables never disagree; the transaction seals the rows it wrote into its last event and
@@ -13,32 +14,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
-import os
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-
-import sqlite_utils
 
 from svc_console.config.audit_key import NoAuditKey, audit_key
 from svc_console.core.buckets import Change
 from svc_console.core.models import Decision, Evidence, Outcome, SpendRequest
 from svc_console.core.money import to_atomic
 from svc_console.core.states import FINAL, State, check_transition
-from svc_console.ledger import audit_chain, budgets, event_data, group_commit, rows
+from svc_console.ledger import audit_chain, budgets, engine, event_data, group_commit, rows
 from svc_console.ledger.audit_chain import GENESIS
 from svc_console.ledger.request_reads import JSON_COLUMNS, RequestReads
 from svc_console.ledger.schema import migrate
 
 # States in which an approval's budget reservation is given back: nothing was or will be paid on it.
 _RELEASES = frozenset({State.failed, State.denied, State.expired, State.cancelled, State.repriced})
-
-
-class LedgerLocked(Exception):
-    """Another broker already holds this ledger."""
 
 
 class PastLifetime(Exception):
@@ -49,12 +41,22 @@ _dumps = audit_chain.dumps
 
 
 class Ledger(RequestReads):
-    def __init__(self, path: Path, *, exclusive: bool = True, key: bytes | None = None):
-        """Open (creating if needed) the ledger. `exclusive` takes the writer's lock, so two brokers
-        never interleave decisions and executions on one file. `key` is the audit chain's
-        (default: the ledger's own, from `config.audit_key`, made the first time)."""
+    def __init__(
+        self,
+        path: Path,
+        *,
+        exclusive: bool = True,
+        key: bytes | None = None,
+        url: str | None = None,
+    ):
+        """Open (creating if needed) the ledger: the SQLite file at `path`, or with `url` the
+        PostgreSQL database it names (`engine`; the key and head files stay beside `path`).
+        `exclusive` takes the writer's lock, so two brokers never interleave decisions and
+        executions on one ledger. `key` is the audit chain's (default: the ledger's own, from
+        `config.audit_key`, made the first time)."""
         self.path = path
-        self._lock_fd: int | None = None
+        self.url = url or None
+        self._lock: engine.WriterLock | None = None
         # Told of the budget totals' changes once their transaction commits (policy's totals).
         self.budget_listeners: list[Callable[[list[Change]], None]] = []
         self._budget_changes: list[Change] = []
@@ -64,20 +66,16 @@ class Ledger(RequestReads):
         self._finals: list[tuple[str, State, float]] = []
         self._group: group_commit.Group | None = None  # the shared transaction, while open
         if exclusive:
-            self._lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(self._lock_fd)
-                raise LedgerLocked(
-                    f"another svc-console broker is using {path}; stop it or set SVC_CONSOLE_HOME"
-                ) from None
+            self._lock = engine.WriterLock(path, self.url)
         try:
-            self.db = self._open(path)
+            self.db = engine.open_database(path, self.url)
+            if self._lock is not None:
+                self._lock.hold(self.db)
+            migrate(self.db)
         except BaseException:
             self.close()
             raise
-        for suffix in ("-wal", "-shm"):
+        for suffix in ("-wal", "-shm") if self.url is None else ():
             sidecar = Path(f"{path}{suffix}")
             if sidecar.exists():
                 sidecar.chmod(0o600)
@@ -94,24 +92,6 @@ class Ledger(RequestReads):
         self._head = audit_chain.HeadFile(path) if exclusive else None
         self._anchor()
 
-    @staticmethod
-    def _open(path: Path) -> sqlite_utils.Database:
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-        db = sqlite_utils.Database(sqlite3.connect(path, check_same_thread=False))
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA foreign_keys=ON")
-            db.execute("PRAGMA busy_timeout=5000")
-            # Room for the indexes' upper pages of a ledger of millions of rows (SQLite's default
-            # is 2 MB), so a request's inserts do not read them back from the file each time.
-            db.execute("PRAGMA cache_size=-32768")
-            migrate(db)
-        except BaseException:
-            db.close()
-            raise
-        return db
-
     def close(self) -> None:
         if getattr(self, "_group", None) is not None and getattr(self, "db", None) is not None:
             self.commit_group()
@@ -121,9 +101,9 @@ class Ledger(RequestReads):
         if getattr(self, "db", None) is not None:
             self.db.close()
             self.db = None  # type: ignore[assignment]
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -245,7 +225,10 @@ class Ledger(RequestReads):
             self.event(request_id, "decision_refused", data, time.time() if at is None else at)
 
     def events(self, request_id: str) -> list[dict[str, Any]]:
-        return list(self.db["events"].rows_where("request_id = ?", [request_id], order_by="seq"))
+        cursor = self.db.execute(
+            "SELECT * FROM events WHERE request_id = ? ORDER BY seq", [request_id]
+        )
+        return rows.dicts(cursor)
 
     # -- requests -----------------------------------------------------------------------------
 

@@ -1,0 +1,156 @@
+"""The seam between the ledger and its engine: SQLite (a file, the default) or PostgreSQL (a URL).
+
+The ledger's code holds a `Database`: `execute` and `conn` (a DB-API connection as sqlite3's,
+`?` placeholders), `atomic()` for a transaction, and the few things the engines keep differently
+(the schema version, a table's columns, the writer's lock). Its SQL is one text for both:
+SQLite's own spelling where PostgreSQL has none is turned into PostgreSQL's in `pg_dialect`, and
+nowhere else.
+
+A ledger has a place on disk either way (`path`): its audit key and the chain's head file live
+beside it, outside the database whoever can write the rows can reach (`audit_chain`). With a URL
+the rows are in PostgreSQL; the file at `path` is not made.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Protocol
+
+import sqlite_utils
+
+
+class Database(Protocol):
+    dialect: str
+    conn: Any
+
+    def execute(self, sql: str, params: Sequence[Any] | None = ..., /) -> Any: ...
+
+    def atomic(self) -> AbstractContextManager[Any]: ...
+
+    def rollback(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def schema_version(self) -> int: ...
+
+    def set_schema_version(self, version: int) -> None: ...
+
+    def prepare_schema(self) -> None: ...
+
+    def column_names(self, table: str) -> list[str]: ...
+
+    def has_table(self, table: str) -> bool: ...
+
+
+class SqliteDatabase(sqlite_utils.Database):
+    """The SQLite ledger: sqlite-utils' database, with the engine's few differences."""
+
+    dialect = "sqlite"
+
+    def schema_version(self) -> int:
+        return int(self.execute("PRAGMA user_version").fetchone()[0])
+
+    def set_schema_version(self, version: int) -> None:
+        self.execute(f"PRAGMA user_version = {int(version)}")
+
+    def prepare_schema(self) -> None:
+        """Nothing to prepare: the JSON functions are SQLite's own, and the writer holds the
+        file's lock already."""
+
+    def column_names(self, table: str) -> list[str]:
+        return [row[1] for row in self.execute(f'PRAGMA table_info("{table}")').fetchall()]
+
+    def has_table(self, table: str) -> bool:
+        return bool(self.column_names(table))
+
+
+def of(db: Any) -> Database:
+    """`db` as a `Database`: a plain sqlite-utils database (a migration step run on its own, as
+    the tests of old ledgers do) gains the engine's methods over the same connection."""
+    if hasattr(db, "column_names"):
+        return db
+    return SqliteDatabase(db.conn)
+
+
+class LedgerLocked(Exception):
+    """Another broker already holds this ledger."""
+
+
+def is_url(url: str | None) -> bool:
+    return bool(url) and str(url).startswith(("postgresql://", "postgres://"))
+
+
+def open_sqlite(path: Path) -> SqliteDatabase:
+    """The ledger file, made owner-only if it is new."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    db = SqliteDatabase(sqlite3.connect(path, check_same_thread=False))
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        db.execute("PRAGMA busy_timeout=5000")
+        # Room for the indexes' upper pages of a ledger of millions of rows (SQLite's default
+        # is 2 MB), so a request's inserts do not read them back from the file each time.
+        db.execute("PRAGMA cache_size=-32768")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def open_database(path: Path, url: str | None) -> Database:
+    if url:
+        from svc_console.ledger.pg import Database as PgDatabase
+
+        return PgDatabase(url)
+    return open_sqlite(path)
+
+
+class WriterLock:
+    """One broker writes a ledger at a time. SQLite: an flock on `<path>.lock`, taken before
+    the file is opened. PostgreSQL: a session advisory lock on the writer's own connection, so
+    the server lets it go when that connection ends, however the broker ended."""
+
+    def __init__(self, path: Path, url: str | None):
+        self._fd: int | None = None
+        self._where = url_shown(url) if url else str(path)
+        if url:
+            return
+        self._fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.release()
+            raise self._locked() from None
+
+    def hold(self, db: Database) -> None:
+        """Take the lock on the database itself where the engine keeps it there."""
+        if db.dialect == "postgresql" and not db.try_writer_lock():  # type: ignore[attr-defined]
+            raise self._locked()
+
+    def _locked(self) -> LedgerLocked:
+        return LedgerLocked(
+            f"another svc-console broker is using {self._where}; stop it or set SVC_CONSOLE_HOME"
+        )
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def url_shown(url: str) -> str:
+    """A URL as it may be shown or logged: without its password."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))

@@ -1,0 +1,197 @@
+"""The ledger on PostgreSQL (psycopg 3): a connection that speaks as `sqlite3`'s does to the
+ledger's code, and the database around it that `engine.Database` describes.
+
+The connection is in autocommit mode and the ledger opens its transactions itself (BEGIN,
+SAVEPOINT, COMMIT), as it does on SQLite, so one transaction shape serves both engines. Each
+statement's text goes through `pg_dialect.translate` once (cached).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import pq
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+
+from svc_console.ledger import pg_dialect
+
+Error = psycopg.Error
+
+
+class _BoolAsInt(Dumper):
+    """A Python bool is sent as 1 or 0: the ledger's flags are INTEGER columns, as in SQLite."""
+
+    oid = psycopg.postgres.types["int8"].oid
+    format = Format.TEXT
+
+    def dump(self, obj: Any) -> bytes:
+        return b"1" if obj else b"0"
+
+
+class Cursor:
+    """A psycopg cursor with what the ledger reads of a sqlite3 one."""
+
+    def __init__(self, raw: psycopg.Cursor[Any], lastrowid: int | None = None):
+        self._raw = raw
+        self.lastrowid = lastrowid
+
+    @property
+    def description(self) -> Any:
+        return self._raw.description
+
+    @property
+    def rowcount(self) -> int:
+        return self._raw.rowcount
+
+    @property
+    def connection(self) -> Any:
+        return self._raw.connection
+
+    def fetchone(self) -> tuple | None:
+        return self._raw.fetchone() if self._raw.description is not None else None
+
+    def fetchall(self) -> list[tuple]:
+        return self._raw.fetchall() if self._raw.description is not None else []
+
+    def fetchmany(self, size: int) -> list[tuple]:
+        return self._raw.fetchmany(size) if self._raw.description is not None else []
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._raw) if self._raw.description is not None else iter(())
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+class Connection:
+    """One PostgreSQL session, with `sqlite3.Connection`'s methods as the ledger calls them."""
+
+    def __init__(self, url: str, *, read_only: bool = False):
+        self.raw = psycopg.connect(url, autocommit=True)
+        self.raw.adapters.register_dumper(bool, _BoolAsInt)
+        if read_only:
+            self.raw.execute("SET default_transaction_read_only = on")
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Cursor:
+        cursor = self.raw.cursor()
+        if params:
+            cursor.execute(pg_dialect.translate(sql), list(params))  # type: ignore[arg-type]
+        else:  # sent as it is: a migration's several statements in one text
+            cursor.execute(pg_dialect.translate(sql, placeholders=False))  # type: ignore[arg-type]
+        return Cursor(cursor)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Cursor:
+        cursor = self.raw.cursor()
+        cursor.executemany(pg_dialect.translate(sql), [list(r) for r in rows])  # type: ignore[arg-type]
+        return Cursor(cursor)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.info.transaction_status != pq.TransactionStatus.IDLE
+
+    def commit(self) -> None:
+        if self.in_transaction:
+            self.raw.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.in_transaction:
+            self.raw.execute("ROLLBACK")
+
+    def interrupt(self) -> None:
+        """Stop the statement running (from another thread), as sqlite3's interrupt does."""
+        with contextlib.suppress(psycopg.Error):
+            self.raw.cancel_safe()
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self.commit()
+        else:
+            self.rollback()
+
+
+class Database:
+    """The ledger's database on PostgreSQL (see `engine.Database`)."""
+
+    dialect = "postgresql"
+
+    def __init__(self, url: str, *, read_only: bool = False):
+        self.url = url
+        self.conn = Connection(url, read_only=read_only)
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Cursor:
+        return self.conn.execute(sql, params)
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[Database]:
+        """A transaction, or a savepoint inside one (as sqlite-utils' `atomic`)."""
+        if self.conn.in_transaction:
+            savepoint = f"atomic_{secrets.token_hex(8)}"
+            self.conn.execute(f"SAVEPOINT {savepoint}")
+            try:
+                yield self
+            except BaseException:
+                self.conn.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")
+                self.conn.execute(f"RELEASE SAVEPOINT {savepoint}")
+                raise
+            self.conn.execute(f"RELEASE SAVEPOINT {savepoint}")
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield self
+        except BaseException:
+            self.rollback()
+            raise
+        try:
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.rollback()
+            raise
+
+    def rollback(self) -> None:
+        self.conn.rollback()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- what the two engines keep differently ------------------------------------------------
+
+    def schema_version(self) -> int:
+        self.conn.execute(pg_dialect.VERSION_TABLE)
+        row = self.conn.execute("SELECT max(version) FROM ledger_schema").fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def set_schema_version(self, version: int) -> None:
+        self.conn.execute("DELETE FROM ledger_schema")
+        self.conn.execute("INSERT INTO ledger_schema (version) VALUES (?)", [version])
+
+    def prepare_schema(self) -> None:
+        """Once per migration run, in its transaction: SQLite's JSON functions (`pg_dialect`),
+        and the lock that keeps two brokers from migrating at once."""
+        self.conn.execute("SELECT pg_advisory_xact_lock(?)", [pg_dialect.WRITER_LOCK_KEY + 1])
+        self.conn.execute(pg_dialect.FUNCTIONS)
+
+    def column_names(self, table: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    def has_table(self, table: str) -> bool:
+        return bool(self.column_names(table))
+
+    def try_writer_lock(self) -> bool:
+        row = self.conn.execute("SELECT pg_try_advisory_lock(?)", [pg_dialect.WRITER_LOCK_KEY])
+        return bool(row.fetchone()[0])

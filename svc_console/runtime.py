@@ -116,7 +116,13 @@ class Runtime:
         if self.notify is None:
             self.notify = self._read_notify_settings()
         ensure_private_dir(self.paths.home)
-        self.ledger = Ledger(self.paths.ledger(sandbox=self.service is None))
+        # A team's ledger on PostgreSQL (SVC_LEDGER_URL): the real one only, never sandbox play.
+        url = None
+        if self.service is not None:
+            from svc_console.config.ledger_url import ledger_url
+
+            url = ledger_url(self.paths)
+        self.ledger = Ledger(self.paths.ledger(sandbox=self.service is None), url=url)
         try:
             self.market = self._connect()
             options = dict(self.broker_options)

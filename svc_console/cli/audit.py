@@ -42,23 +42,35 @@ def add_commands(commands: Any) -> None:
         "--ledger",
         type=Path,
         metavar="FILE",
-        help="the ledger file (default: the configured one, the sandbox's when no service is set)",
+        help="the ledger file (default: the configured one, the sandbox's when no service is set;"
+        " SVC_LEDGER_URL or [ledger] url in settings.toml put the real one on PostgreSQL)",
     )
     verify.set_defaults(run=run_verify)
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    from svc_console.config.errors import SettingsError
     from svc_console.config.paths import resolve_paths
-    from svc_console.config.service import configured_ledger
+    from svc_console.config.service import configured_ledger, configured_ledger_url
     from svc_console.core.sanitize import inert_line
     from svc_console.ledger.audit import AuditError, verify
+    from svc_console.ledger.engine import url_shown
 
-    path = args.ledger if args.ledger is not None else configured_ledger(resolve_paths())
+    url = None
+    if args.ledger is not None:
+        path = args.ledger
+    else:
+        paths = resolve_paths()
+        path = configured_ledger(paths)
+        try:
+            url = configured_ledger_url(paths)
+        except SettingsError as exc:
+            raise CommandError(inert_line(str(exc), 300), EXIT_USAGE) from None
     try:
-        report = verify(path, anchor=args.head)
+        report = verify(path, anchor=args.head, url=url)
     except AuditError as exc:
         raise CommandError(inert_line(str(exc), 300), EXIT_USAGE) from None
-    where = inert_line(str(path), 200)
+    where = inert_line(url_shown(url) if url else str(path), 200)
     if report.broken is not None:
         print(
             f"{where}: chain broken at event {report.broken.seq}: {report.broken.why}"

@@ -103,3 +103,13 @@ def configured_ledger(paths: Paths, env: Mapping[str, str] | None = None) -> Pat
         except SettingsError:
             base_url = None
     return paths.ledger(sandbox=not base_url)
+
+
+def configured_ledger_url(paths: Paths, env: Mapping[str, str] | None = None) -> str | None:
+    """The PostgreSQL URL of the ledger `configured_ledger` names, None for its local file: only
+    the real ledger goes to PostgreSQL (`ledger_url`)."""
+    from svc_console.config.ledger_url import ledger_url
+
+    if configured_ledger(paths, env) == paths.ledger(sandbox=True):
+        return None
+    return ledger_url(paths, env)

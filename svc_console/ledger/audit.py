@@ -20,8 +20,9 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from svc_console.ledger import audit_chain
+from svc_console.ledger import audit_chain, engine
 from svc_console.ledger.audit_chain import GENESIS, SEALED, link, payloads, row_digest
 
 BATCH = 20_000
@@ -103,14 +104,10 @@ class _Walk:
             self.pruned_before = max(self.pruned_before or 0.0, float(data["before"]))
         seals = data.get("rows") or {}
         self.conn.executemany(
-            "INSERT OR REPLACE INTO temp.sealed (tbl, pk, digest, seq) VALUES (?, ?, ?, ?)",
-            [(*_split(name), digest, seq) for name, digest in seals.items()],
+            "INSERT INTO temp.sealed (tbl, pk, digest, seq) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (tbl, pk) DO UPDATE SET digest = excluded.digest, seq = excluded.seq",
+            [(*name.split(":", 1), digest, seq) for name, digest in seals.items()],
         )
-
-
-def _split(name: str) -> tuple[str, object]:
-    table, _, key = name.partition(":")
-    return table, (int(key) if table != "requests" and table != "usage" else key)
 
 
 def _well_typed(at: object, request_id: object, kind: object, data: object) -> bool:
@@ -149,10 +146,16 @@ def _table_problems(conn: sqlite3.Connection, size: int) -> Iterator[Break]:
         rows = conn.execute(f'SELECT * FROM "{table}" ORDER BY "{key_column}"')
         names = [d[0] for d in rows.description]
         index = names.index(key_column)
+        # Keys are kept as text (one column type on both engines); the tables keyed by
+        # number are merged in their numbers' order.
+        key = "pk" if table in _TEXT_KEYED else "CAST(pk AS INTEGER)"
         seals = conn.execute(
-            "SELECT pk, digest, seq FROM temp.sealed WHERE tbl = ? ORDER BY pk", [table]
+            f"SELECT {key}, digest, seq FROM temp.sealed WHERE tbl = ? ORDER BY 1", [table]
         )
         yield from _merge(table, _batched(rows, size), _batched(seals, size), names, index, only)
+
+
+_TEXT_KEYED = frozenset({"requests", "usage"})
 
 
 def _merge(
@@ -228,8 +231,11 @@ def _budget_problems(conn: sqlite3.Connection, pruned_before: float | None) -> I
 # -- the whole check -------------------------------------------------------------------------------
 
 
-def open_read_only(path: Path) -> sqlite3.Connection:
-    """A read-only connection that never creates the file (a URI, so any path is safe in it)."""
+def open_read_only(path: Path, url: str | None = None) -> Any:
+    """A read-only connection that never creates the file (a URI, so any path is safe in it);
+    with `url`, a session of that PostgreSQL database."""
+    if url:
+        return _open_postgres(url)
     if not path.is_file():
         raise AuditError(f"no ledger at {path}")
     try:
@@ -246,16 +252,34 @@ def open_read_only(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _open_postgres(url: str) -> Any:
+    from svc_console.ledger.pg import Connection
+
+    shown = engine.url_shown(url)
+    try:
+        conn = Connection(url)
+        found = conn.execute("SELECT to_regclass('events')").fetchone()[0]
+    except engine.errors() as exc:
+        raise AuditError(f"cannot read {shown} as a ledger: {exc}") from None
+    if found is None:
+        conn.close()
+        raise AuditError(f"{shown} is not an svc-console ledger (it has no events table)")
+    return conn
+
+
 def verify(
     path: Path,
     *,
     key: bytes | None = None,
     anchor: tuple[int, str] | None = None,
     batch: int = BATCH,
+    url: str | None = None,
 ) -> AuditReport:
-    """Verify the ledger file at `path`: its chain, its head (`anchor`, else the head file
-    beside it) and its tables. `key`: the chain's (default: the ledger's, never made here)."""
-    conn = open_read_only(path)
+    """Verify the ledger file at `path` (with `url`, the PostgreSQL ledger whose key and head
+    files are beside `path`): its chain, its head (`anchor`, else the head file beside it) and
+    its tables. `key`: the chain's (default: the ledger's, never made here)."""
+    conn = open_read_only(path, url)
+    where = engine.url_shown(url) if url else str(path)
     try:
         if key is None:
             key = _key(path)
@@ -263,9 +287,9 @@ def verify(
             anchor = anchor if anchor is not None else audit_chain.read_head(path)
         except (OSError, ValueError) as exc:
             raise AuditError(f"cannot read the head file of {path}: {exc}") from None
-        conn.execute("BEGIN")  # one snapshot for the chain and the tables
+        engine.begin_snapshot(conn)  # one snapshot for the chain and the tables
         conn.execute(
-            "CREATE TEMP TABLE sealed (tbl TEXT, pk, digest TEXT, seq INTEGER,"
+            "CREATE TEMP TABLE sealed (tbl TEXT, pk TEXT, digest TEXT, seq INTEGER,"
             " PRIMARY KEY (tbl, pk))"
         )
         walk = _Walk(conn, key)
@@ -287,8 +311,8 @@ def verify(
             max(0, len(problems) - MOST_PROBLEMS),
             anchor,
         )
-    except sqlite3.Error as exc:
-        raise AuditError(f"cannot read {path}: {exc}") from None
+    except engine.errors() as exc:
+        raise AuditError(f"cannot read {where}: {exc}") from None
     finally:
         conn.close()
 

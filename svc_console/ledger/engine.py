@@ -111,6 +111,22 @@ def open_database(path: Path, url: str | None) -> Database:
     return open_sqlite(path)
 
 
+def errors() -> tuple[type[Exception], ...]:
+    """What a failed statement raises, on either engine (for `except engine.errors()`)."""
+    import psycopg
+
+    return (sqlite3.Error, psycopg.Error)
+
+
+def begin_snapshot(conn: Any) -> None:
+    """Begin a transaction that reads one snapshot throughout: SQLite's reads in a transaction
+    do; PostgreSQL's default (READ COMMITTED) sees each statement's own."""
+    if isinstance(conn, sqlite3.Connection):
+        conn.execute("BEGIN")
+    else:
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+
+
 class WriterLock:
     """One broker writes a ledger at a time. SQLite: an flock on `<path>.lock`, taken before
     the file is opened. PostgreSQL: a session advisory lock on the writer's own connection, so

@@ -7,7 +7,9 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,14 +19,15 @@ from svc_console.config.paths import Paths
 from svc_console.core.models import Decision, Outcome, Receipt, SpendRequest
 from svc_console.core.states import State
 from svc_console.ledger import Ledger
-from svc_console.ledger.audit import AuditError, verify
+from svc_console.ledger.audit import AuditError, AuditReport, verify
+from svc_console.ledger.engine import open_database
 
 REQUESTS = 6  # three events each: received, inspecting, rejected
 EVENTS = REQUESTS * 3
 
 
-def write_ledger(path: Path, requests: int = REQUESTS) -> None:
-    ledger = Ledger(path)
+def write_ledger(path: Path, requests: int = REQUESTS, url: str | None = None) -> None:
+    ledger = Ledger(path, url=url)
     try:
         for n in range(requests):
             at = 1_795_000_000.25 + n
@@ -62,14 +65,49 @@ def tamper(path: Path, *statements: str) -> None:
     conn.close()
 
 
-def test_an_intact_chain_verifies(ledger_file: Path):
-    report = verify(ledger_file)
+@dataclass
+class Stored:
+    """A ledger as whoever holds its database sees it, on either engine: the SQLite file at
+    `path`, or the PostgreSQL database at `url` (its key and head files beside `path`)."""
+
+    path: Path
+    url: str | None
+
+    def verify(self, **options: Any) -> AuditReport:
+        return verify(self.path, url=self.url, **options)
+
+    def tamper(self, *statements: str) -> None:
+        if self.url is None:
+            tamper(self.path, *statements)
+            return
+        conn = open_database(self.path, self.url)
+        with conn.atomic():
+            # The owner of a database can switch its foreign keys off, as a plain SQLite
+            # connection has them off: the tampering below deletes rows others point at.
+            conn.execute("SET LOCAL session_replication_role = replica")
+            for statement in statements:
+                conn.execute(statement)
+        conn.close()
+
+    def rows(self, sql: str) -> list[tuple]:
+        conn = open_database(self.path, self.url)
+        try:
+            return [tuple(row) for row in conn.execute(sql).fetchall()]
+        finally:
+            conn.close()
+
+
+@pytest.fixture
+def stored(tmp_path: Path, ledger_url: str | None) -> Stored:
+    path = tmp_path / "ledger.db"
+    write_ledger(path, url=ledger_url)
+    return Stored(path, ledger_url)
+
+
+def test_an_intact_chain_verifies(stored: Stored):
+    report = stored.verify()
     assert report.intact and report.verified == EVENTS
-    conn = sqlite3.connect(ledger_file)
-    assert (
-        report.head == conn.execute("SELECT hash FROM events WHERE seq = ?", [EVENTS]).fetchone()[0]
-    )
-    conn.close()
+    assert [(report.head,)] == stored.rows(f"SELECT hash FROM events WHERE seq = {EVENTS}")
 
 
 def test_an_empty_ledger_verifies(tmp_path: Path):
@@ -112,7 +150,7 @@ def test_whole_number_times_verify(tmp_path: Path):
         (["DELETE FROM events WHERE seq = 7"], 7, "event 7 is missing: seq jumps from 6 to 8"),
         (["DELETE FROM events WHERE seq IN (7, 8, 9)"], 7, "events 7-9 are missing"),
         (["DELETE FROM events WHERE seq = 1"], 1, "the chain starts at event 2"),
-        (["UPDATE events SET hash = lower(hex(randomblob(32))) WHERE seq = 11"], 11, "edited"),
+        (["UPDATE events SET hash = upper(hash) WHERE seq = 11"], 11, "edited"),
         # A rewritten link with a matching hash of its own breaks the next link instead.
         (["UPDATE events SET prev_hash = hash WHERE seq = 5"], 5, "not the hash of event 4"),
         # Two rows swapped (every column but seq): the first one out of place breaks.
@@ -150,9 +188,9 @@ def test_whole_number_times_verify(tmp_path: Path):
         "renumbered",
     ],
 )
-def test_tampering_is_found_at_the_right_event(ledger_file, statements, seq, why):
-    tamper(ledger_file, *statements)
-    report = verify(ledger_file)
+def test_tampering_is_found_at_the_right_event(stored, statements, seq, why):
+    stored.tamper(*statements)
+    report = stored.verify()
     assert report.broken is not None
     assert report.broken.seq == seq
     assert why in report.broken.why
@@ -196,11 +234,11 @@ def test_a_rewrite_with_every_hash_recomputed_is_found_without_the_key(ledger_fi
         assert "without the ledger's key" in report.broken.why
 
 
-def test_batches_meet_without_a_seam(ledger_file: Path):
+def test_batches_meet_without_a_seam(stored: Stored):
     # A batch boundary inside the chain changes nothing, and a break just after one is found.
-    assert verify(ledger_file, batch=4).verified == EVENTS
-    tamper(ledger_file, "UPDATE events SET data = '{}' WHERE seq = 9")
-    assert verify(ledger_file, batch=4).broken.seq == 9  # type: ignore[union-attr]
+    assert stored.verify(batch=4).verified == EVENTS
+    stored.tamper("UPDATE events SET data = '{}' WHERE seq = 9")
+    assert stored.verify(batch=4).broken.seq == 9  # type: ignore[union-attr]
 
 
 def test_the_key_lives_outside_the_ledger_and_without_it_nothing_is_verified(
@@ -361,15 +399,15 @@ def test_cli_errors_are_one_line_without_a_traceback(tmp_path: Path, home: Path)
 # -- the money: every fact that moves or permits it is in the chain -----------------------------
 
 
-def write_money_ledger(path: Path) -> None:
+def write_money_ledger(path: Path, url: str | None = None) -> None:
     """A ledger that holds one of every fact of money: a request approved with a ceiling,
     executed and charged (its budget reserved, then settled), a policy version, usage synced."""
     from svc_console.core.usage import UsageCharge
     from svc_console.ledger import policy_versions
     from svc_console.ledger.usage_write import sync_usage
 
-    write_ledger(path, requests=2)
-    ledger = Ledger(path)
+    write_ledger(path, requests=2, url=url)
+    ledger = Ledger(path, url=url)
     try:
         at = 1_795_000_100.0
         ledger.insert_request(
@@ -437,27 +475,33 @@ def money_file(tmp_path: Path) -> Path:
     return path
 
 
-def sealed_by(path: Path, name: str) -> int:
+@pytest.fixture
+def money(tmp_path: Path, ledger_url: str | None) -> Stored:
+    path = tmp_path / "ledger.db"
+    write_money_ledger(path, ledger_url)
+    return Stored(path, ledger_url)
+
+
+def sealed_by(path: Path | Stored, name: str) -> int:
     """The last event that sealed row `name` ("table:key"), as the ledger wrote it."""
     import json
 
-    conn = sqlite3.connect(path)
+    ledger = path if isinstance(path, Stored) else Stored(path, None)
     found = [
         seq
-        for seq, data in conn.execute("SELECT seq, data FROM events ORDER BY seq")
+        for seq, data in ledger.rows("SELECT seq, data FROM events ORDER BY seq")
         if name in (json.loads(data).get("rows") or {})
     ]
-    conn.close()
     assert found, name
     return found[-1]
 
 
-def test_a_ledger_of_money_verifies_and_every_table_is_sealed(money_file: Path):
-    report = verify(money_file)
+def test_a_ledger_of_money_verifies_and_every_table_is_sealed(money: Stored):
+    report = money.verify()
     assert report.intact, (report.broken, report.problems)
     for name in ("requests:req_paid", "decisions:1", "executions:1", "budget_reservations:1"):
-        assert sealed_by(money_file, name)
-    assert sealed_by(money_file, "policy_versions:1") and sealed_by(money_file, "usage:ch_2")
+        assert sealed_by(money, name)
+    assert sealed_by(money, "policy_versions:1") and sealed_by(money, "usage:ch_2")
 
 
 PAID = "requests:req_paid"
@@ -482,10 +526,10 @@ MONEY_TAMPERING = [
     [case[1:] for case in MONEY_TAMPERING],
     ids=[case[0] for case in MONEY_TAMPERING],
 )
-def test_an_edit_of_money_is_found_at_the_event_that_sealed_it(money_file, statements, row, why):
-    seq = sealed_by(money_file, row)
-    tamper(money_file, *statements)
-    report = verify(money_file)
+def test_an_edit_of_money_is_found_at_the_event_that_sealed_it(money, statements, row, why):
+    seq = sealed_by(money, row)
+    money.tamper(*statements)
+    report = money.verify()
     assert report.broken is None  # the chain itself holds: the tables disagree with it
     assert report.problems, "the edit was not found"
     first = report.problems[0]
@@ -494,37 +538,34 @@ def test_an_edit_of_money_is_found_at_the_event_that_sealed_it(money_file, state
     assert f"{table} row" in first.why and key in first.why
 
 
-def test_a_row_of_money_written_by_hand_is_found(money_file: Path):
-    tamper(
-        money_file,
+def test_a_row_of_money_written_by_hand_is_found(money: Stored):
+    money.tamper(
         "INSERT INTO decisions (request_id, approved, by, at, ceiling_usdc)"
         " VALUES ('req_000', 1, 'operator', 1.0, 9000000)",
     )
-    report = verify(money_file)
+    report = money.verify()
     assert any("decisions row 2 is in no event" in p.why for p in report.problems), report
 
 
-def test_wiped_budget_totals_are_found(money_file: Path):
-    tamper(money_file, "DELETE FROM budget_totals")
-    report = verify(money_file)
+def test_wiped_budget_totals_are_found(money: Stored):
+    money.tamper("DELETE FROM budget_totals")
+    report = money.verify()
     assert report.broken is None and report.problems
     assert all(p.why.startswith("budget_totals ") for p in report.problems)
     assert "the sealed reservations sum to 0 and 40000" in report.problems[0].why
-    tamper(money_file, "UPDATE budget_reservations SET state = 'released'")
-    assert any("budget_reservations row 1" in p.why for p in verify(money_file).problems)
+    money.tamper("UPDATE budget_reservations SET state = 'released'")
+    assert any("budget_reservations row 1" in p.why for p in money.verify().problems)
 
 
-def test_cutting_the_last_events_off_is_found_by_the_head(money_file: Path):
-    conn = sqlite3.connect(money_file)
-    last = conn.execute("SELECT max(seq) FROM events").fetchone()[0]
-    conn.close()
-    tamper(money_file, f"DELETE FROM events WHERE seq > {last - 2}")
-    report = verify(money_file)
+def test_cutting_the_last_events_off_is_found_by_the_head(money: Stored):
+    ((last,),) = money.rows("SELECT max(seq) FROM events")
+    money.tamper(f"DELETE FROM events WHERE seq > {last - 2}")
+    report = money.verify()
     assert report.broken is not None and report.broken.seq == last - 1
     assert f"head was anchored at event {last}" in report.broken.why
     assert "the last 2 events were cut off" in report.broken.why
-    (money_file.parent / "ledger.db.head").unlink()
-    report = verify(money_file)
+    (money.path.parent / "ledger.db.head").unlink()
+    report = money.verify()
     assert report.broken is not None and "no head file" in report.broken.why
 
 

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import subprocess
 import sys
 import textwrap
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
 from svc_console.core.models import Decision, SpendRequest
 from svc_console.core.states import IllegalTransition, State
 from svc_console.ledger import Ledger, audit, group_commit
+from svc_console.ledger.engine import open_database
 
 
 def _request(request_id: str) -> SpendRequest:
@@ -30,21 +29,28 @@ def _request(request_id: str) -> SpendRequest:
 
 
 @pytest.fixture
-def ledger(tmp_path):
-    store = Ledger(tmp_path / "ledger.db")
+def ledger(tmp_path, ledger_url):
+    store = Ledger(tmp_path / "ledger.db", url=ledger_url)
     yield store
     store.close()
 
 
-def _committed(path: Path, sql: str) -> list[tuple]:
+def _committed(ledger: Ledger, sql: str) -> list[tuple]:
     """What another connection sees: only what was committed."""
-    with sqlite3.connect(path) as other:
-        return other.execute(sql).fetchall()
+    other = open_database(ledger.path, ledger.url)
+    try:
+        return [tuple(row) for row in other.execute(sql).fetchall()]
+    finally:
+        other.close()
 
 
-def _sealing_events(path: Path) -> list[dict]:
+def _verify(ledger: Ledger) -> audit.AuditReport:
+    return audit.verify(ledger.path, url=ledger.url)
+
+
+def _sealing_events(ledger: Ledger) -> list[dict]:
     """The events that carry a transaction's seals: one per committed transaction."""
-    rows = _committed(path, "SELECT data FROM events ORDER BY seq")
+    rows = _committed(ledger, "SELECT data FROM events ORDER BY seq")
     return [data for (text,) in rows if "rows" in (data := json.loads(text))]
 
 
@@ -57,14 +63,14 @@ async def test_writes_of_one_turn_share_one_transaction(ledger):
     tasks = [asyncio.create_task(submit(n)) for n in range(20)]
     await asyncio.sleep(0)  # one turn: every task has written, none is committed yet
     assert ledger.db.execute("SELECT count(*) FROM requests").fetchone()[0] == 20
-    assert _committed(ledger.path, "SELECT count(*) FROM requests") == [(0,)]
+    assert _committed(ledger, "SELECT count(*) FROM requests") == [(0,)]
     await asyncio.gather(*tasks)
-    assert _committed(ledger.path, "SELECT count(*) FROM requests") == [(20,)]
+    assert _committed(ledger, "SELECT count(*) FROM requests") == [(20,)]
     # One transaction: its last event seals the twenty rows, the events stay one per write.
-    (seals,) = _sealing_events(ledger.path)
+    (seals,) = _sealing_events(ledger)
     assert {key for key in seals["rows"]} == {f"requests:req_{n}" for n in range(20)}
-    assert _committed(ledger.path, "SELECT count(*) FROM events") == [(20,)]
-    assert audit.verify(ledger.path).intact
+    assert _committed(ledger, "SELECT count(*) FROM events") == [(20,)]
+    assert _verify(ledger).intact
 
 
 async def test_a_failed_write_is_taken_back_alone(ledger):
@@ -76,10 +82,10 @@ async def test_a_failed_write_is_taken_back_alone(ledger):
             ledger.decide("req_2", Decision(approved=True, by="x", at=2.0), State.approved)
         ledger.transition("req_2", State.inspecting, at=2.0)
     await ledger.committed()
-    states = dict(_committed(ledger.path, "SELECT id, state FROM requests"))
+    states = dict(_committed(ledger, "SELECT id, state FROM requests"))
     assert states == {"req_1": "inspecting", "req_2": "inspecting"}
-    assert _committed(ledger.path, "SELECT count(*) FROM decisions") == [(0,)]
-    assert audit.verify(ledger.path).intact
+    assert _committed(ledger, "SELECT count(*) FROM decisions") == [(0,)]
+    assert _verify(ledger).intact
 
 
 async def test_an_execution_starts_only_after_its_decision_is_committed(ledger):
@@ -88,22 +94,22 @@ async def test_an_execution_starts_only_after_its_decision_is_committed(ledger):
     decision = Decision(approved=True, by="policy: r", at=3.0, ceiling_usdc=Decimal("0.1"))
     with group_commit.joined():
         decision_id = ledger.decide("req_1", decision, State.auto_approved)
-        assert _committed(ledger.path, "SELECT count(*) FROM decisions") == [(0,)]
+        assert _committed(ledger, "SELECT count(*) FROM decisions") == [(0,)]
         # The group holding the request's decision is committed before its execution row is
         # written, in a group of its own, committed by the end of the turn.
         ledger.start_execution("req_1", decision_id, 1, "req_1-1", at=4.0)
-    assert _committed(ledger.path, "SELECT count(*) FROM decisions") == [(1,)]
-    assert _committed(ledger.path, "SELECT state FROM requests") == [("auto_approved",)]
+    assert _committed(ledger, "SELECT count(*) FROM decisions") == [(1,)]
+    assert _committed(ledger, "SELECT state FROM requests") == [("auto_approved",)]
     await ledger.committed()
-    assert _committed(ledger.path, "SELECT state FROM requests") == [("executing",)]
+    assert _committed(ledger, "SELECT state FROM requests") == [("executing",)]
     decided, started = (
-        _committed(ledger.path, f"SELECT max(seq) FROM events WHERE type = '{kind}'")[0][0]
+        _committed(ledger, f"SELECT max(seq) FROM events WHERE type = '{kind}'")[0][0]
         for kind in ("decision", "executing")
     )
     assert decided < started
     # Two transactions, sealed apart: the decision's, then the execution's.
-    assert len(_sealing_events(ledger.path)) == 4  # insert, inspecting, decision, execution
-    assert audit.verify(ledger.path).intact
+    assert len(_sealing_events(ledger)) == 4  # insert, inspecting, decision, execution
+    assert _verify(ledger).intact
 
 
 async def test_budget_changes_of_a_group_reach_the_totals_as_each_write_ends(ledger):
@@ -121,7 +127,7 @@ async def test_budget_changes_of_a_group_reach_the_totals_as_each_write_ends(led
         ledger.decide("req_2", decision, State.auto_approved)
         assert len(told) == 2
     await ledger.committed()
-    assert _committed(ledger.path, "SELECT count(*) FROM budget_reservations") == [(2,)]
+    assert _committed(ledger, "SELECT count(*) FROM budget_reservations") == [(2,)]
 
 
 KILLED_MID_GROUP = """
@@ -133,7 +139,7 @@ from svc_console.core.states import State
 from svc_console.ledger import Ledger, group_commit
 
 async def main():
-    ledger = Ledger(Path(sys.argv[1]))
+    ledger = Ledger(Path(sys.argv[1]), url=sys.argv[2] or None)
     decision = Decision(approved=True, by="policy: r", at=3.0, ceiling_usdc=Decimal("0.1"))
     with group_commit.joined():
         ledger.decide("req_1", decision, State.auto_approved)
@@ -143,17 +149,18 @@ asyncio.run(main())
 """
 
 
-def test_a_process_killed_before_the_group_commits_leaves_none_of_it(tmp_path):
+def test_a_process_killed_before_the_group_commits_leaves_none_of_it(tmp_path, ledger_url):
     path = tmp_path / "ledger.db"
-    first = Ledger(path)
+    first = Ledger(path, url=ledger_url)
     first.insert_request(_request("req_1"))
     first.transition("req_1", State.inspecting, at=2.0)
     first.close()
     killed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(KILLED_MID_GROUP), str(path)], timeout=60
+        [sys.executable, "-c", textwrap.dedent(KILLED_MID_GROUP), str(path), ledger_url or ""],
+        timeout=60,
     )
     assert killed.returncode == 9
-    reopened = Ledger(path)
+    reopened = Ledger(path, url=ledger_url)
     try:
         # As before the decision: recovery inspects it again; nothing can have been paid.
         assert reopened.get("req_1").state == State.inspecting
@@ -161,4 +168,4 @@ def test_a_process_killed_before_the_group_commits_leaves_none_of_it(tmp_path):
         assert reopened.db.execute("SELECT count(*) FROM executions").fetchone()[0] == 0
     finally:
         reopened.close()
-    assert audit.verify(path).intact
+    assert audit.verify(path, url=ledger_url).intact

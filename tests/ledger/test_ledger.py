@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import sqlite3
 from decimal import Decimal
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from svc_console.core.models import Decision, SpendRequest
 from svc_console.core.states import IllegalTransition, State
 from svc_console.ledger import Ledger, LedgerLocked
+from svc_console.ledger.engine import open_database
 from svc_console.ledger.store import GENESIS
 
 
@@ -25,8 +25,8 @@ def _request(request_id: str = "req_1") -> SpendRequest:
 
 
 @pytest.fixture
-def ledger(tmp_path):
-    store = Ledger(tmp_path / "ledger.db")
+def ledger(tmp_path, ledger_url):
+    store = Ledger(tmp_path / "ledger.db", url=ledger_url)
     yield store
     store.close()
 
@@ -68,27 +68,28 @@ def test_events_form_a_hash_chain(ledger):
     assert len(rows) == 3
 
 
-def test_reopening_continues_the_chain_and_one_writer_at_a_time(tmp_path):
+def test_reopening_continues_the_chain_and_one_writer_at_a_time(tmp_path, ledger_url):
     path = tmp_path / "ledger.db"
-    first = Ledger(path)
+    first = Ledger(path, url=ledger_url)
     first.insert_request(_request("req_1"))
     with pytest.raises(LedgerLocked):
-        Ledger(path)
+        Ledger(path, url=ledger_url)
     last = first.db.execute("SELECT hash FROM events ORDER BY seq DESC").fetchone()[0]
     first.close()
-    second = Ledger(path)
+    second = Ledger(path, url=ledger_url)
     second.insert_request(_request("req_2"))
     link = second.db.execute("SELECT prev_hash FROM events ORDER BY seq DESC").fetchone()[0]
     assert link == last
     second.close()
 
 
-def test_a_ledger_from_a_newer_version_is_refused_untouched(tmp_path):
+def test_a_ledger_from_a_newer_version_is_refused_untouched(tmp_path, ledger_url):
     path = tmp_path / "ledger.db"
-    Ledger(path).close()
-    with sqlite3.connect(path) as raw:
-        raw.execute("PRAGMA user_version = 99")
+    Ledger(path, url=ledger_url).close()
+    raw = open_database(path, ledger_url)
+    with raw.atomic():
+        raw.set_schema_version(99)
     with pytest.raises(RuntimeError, match="newer svc-console"):
-        Ledger(path)
-    with sqlite3.connect(path) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == 99
+        Ledger(path, url=ledger_url)
+    assert raw.schema_version() == 99
+    raw.close()

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from helpers import FakeClock
+from postgres import ENGINES, url_for
 
 from svc_console.broker import BrokerConfig
 from svc_console.config.paths import Paths
@@ -113,10 +114,8 @@ def postgres() -> Iterator[Any]:
     server.stop()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=ENGINES)
 def ledger_url(request: pytest.FixtureRequest) -> str | None:
     """The engine a ledger test runs on: None for the SQLite file (the default), else the URL
     of a fresh PostgreSQL database. Ledger tests take it and pass it as `Ledger(url=...)`."""
-    if request.param == "sqlite":
-        return None
-    return request.getfixturevalue("postgres").new_database()
+    return url_for(request, request.param)

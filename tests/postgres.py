@@ -16,6 +16,17 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
+
+ENGINES = ("sqlite", "postgresql")
+
+
+def url_for(request: Any, engine: str) -> str | None:
+    """The URL of a fresh database of `engine` for a test (None: the SQLite file), from the
+    session's server; the test is skipped, with the reason, where there is none."""
+    if engine == "sqlite":
+        return None
+    return request.getfixturevalue("postgres").new_database()
 
 
 class Unavailable(Exception):

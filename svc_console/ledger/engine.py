@@ -112,10 +112,18 @@ def open_database(path: Path, url: str | None) -> Database:
 
 
 def errors() -> tuple[type[Exception], ...]:
-    """What a failed statement raises, on either engine (for `except engine.errors()`)."""
-    import psycopg
+    """What a failed statement raises, on either engine: sqlite3's errors (the PostgreSQL
+    connection raises its own as those, `pg._as_sqlite_errors`)."""
+    return (sqlite3.Error,)
 
-    return (sqlite3.Error, psycopg.Error)
+
+def table_exists(conn: Any, name: str) -> bool:
+    """Whether a raw connection's database (either engine's) has this table."""
+    if isinstance(conn, sqlite3.Connection):
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    else:
+        sql = "SELECT 1 FROM information_schema.tables WHERE table_name = ?"
+    return conn.execute(sql, [name]).fetchone() is not None
 
 
 def begin_snapshot(conn: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -17,10 +18,25 @@ import psycopg
 from psycopg import pq
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
+from psycopg.types.numeric import NumericLoader
 
 from svc_console.ledger import pg_dialect
 
-Error = psycopg.Error
+
+@contextlib.contextmanager
+def _as_sqlite_errors() -> Iterator[None]:
+    """PostgreSQL's errors raised as sqlite3's, so the code above the ledger catches one family
+    whichever the engine (`except sqlite3.Error`, `readers.ReadError`) and never imports psycopg:
+    a constraint is an IntegrityError, a cancelled query (`interrupt`) an OperationalError as
+    SQLite's interrupted one is, anything else a DatabaseError. The original is the cause."""
+    try:
+        yield
+    except psycopg.errors.IntegrityError as exc:
+        raise sqlite3.IntegrityError(str(exc)) from exc
+    except (psycopg.errors.QueryCanceled, psycopg.OperationalError) as exc:
+        raise sqlite3.OperationalError(str(exc)) from exc
+    except psycopg.Error as exc:
+        raise sqlite3.DatabaseError(str(exc)) from exc
 
 
 class _BoolAsInt(Dumper):
@@ -31,6 +47,16 @@ class _BoolAsInt(Dumper):
 
     def dump(self, obj: Any) -> bytes:
         return b"1" if obj else b"0"
+
+
+class _NumericAsNumber(NumericLoader):
+    """PostgreSQL sums integers as NUMERIC; SQLite as INTEGER. The ledger stores no NUMERIC, so
+    a numeric result is such a sum (or an average): an int when whole, else a float, as SQLite
+    gives them."""
+
+    def load(self, data: Any) -> Any:
+        value = super().load(data)
+        return int(value) if value == value.to_integral_value() else float(value)
 
 
 class Cursor:
@@ -72,22 +98,26 @@ class Connection:
     """One PostgreSQL session, with `sqlite3.Connection`'s methods as the ledger calls them."""
 
     def __init__(self, url: str, *, read_only: bool = False):
-        self.raw = psycopg.connect(url, autocommit=True)
-        self.raw.adapters.register_dumper(bool, _BoolAsInt)
-        if read_only:
-            self.raw.execute("SET default_transaction_read_only = on")
+        with _as_sqlite_errors():
+            self.raw = psycopg.connect(url, autocommit=True)
+            self.raw.adapters.register_dumper(bool, _BoolAsInt)
+            self.raw.adapters.register_loader("numeric", _NumericAsNumber)
+            if read_only:
+                self.raw.execute("SET default_transaction_read_only = on")
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Cursor:
         cursor = self.raw.cursor()
-        if params:
-            cursor.execute(pg_dialect.translate(sql), list(params))  # type: ignore[arg-type]
-        else:  # sent as it is: a migration's several statements in one text
-            cursor.execute(pg_dialect.translate(sql, placeholders=False))  # type: ignore[arg-type]
+        with _as_sqlite_errors():
+            if params:
+                cursor.execute(pg_dialect.translate(sql), list(params))  # type: ignore[arg-type]
+            else:  # sent as it is: a migration's several statements in one text
+                cursor.execute(pg_dialect.translate(sql, placeholders=False))  # type: ignore[arg-type]
         return Cursor(cursor)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Cursor:
         cursor = self.raw.cursor()
-        cursor.executemany(pg_dialect.translate(sql), [list(r) for r in rows])  # type: ignore[arg-type]
+        with _as_sqlite_errors():
+            cursor.executemany(pg_dialect.translate(sql), [list(r) for r in rows])  # type: ignore[arg-type]
         return Cursor(cursor)
 
     @property
@@ -195,3 +225,24 @@ class Database:
     def try_writer_lock(self) -> bool:
         row = self.conn.execute("SELECT pg_try_advisory_lock(?)", [pg_dialect.WRITER_LOCK_KEY])
         return bool(row.fetchone()[0])
+
+
+def bulk_load(url: str, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """Load many rows into `table` at once (a seeded usage history): COPY, with the table's own
+    indexes (not its constraints') dropped meanwhile and built again after, then ANALYZE, in one
+    transaction. The counterpart of SQLite's executemany with the indexes dropped."""
+    with psycopg.connect(url) as conn, conn.cursor() as cursor:
+        indexes = cursor.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s"
+            " AND indexname NOT IN (SELECT conname FROM pg_constraint)",
+            [table],
+        ).fetchall()
+        for name, _ in indexes:
+            cursor.execute(f'DROP INDEX "{name}"')
+        listed = ", ".join(f'"{column}"' for column in columns)
+        with cursor.copy(f'COPY "{table}" ({listed}) FROM STDIN') as copy:
+            for row in rows:
+                copy.write_row(row)
+        for _, create in indexes:
+            cursor.execute(create)
+        cursor.execute(f'ANALYZE "{table}"')

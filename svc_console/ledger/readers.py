@@ -1,4 +1,5 @@
-"""Read-only connections to the ledger file, for the screens and the usage export.
+"""Read-only connections to the ledger (its file, or its PostgreSQL database), for the screens and
+the usage export.
 
 A screen or an export reads while the broker writes through its own connection: each reader opens
 the file read-only (`mode=ro`) with a busy timeout, so a long query never holds up a write and a
@@ -23,8 +24,13 @@ Interrupted = sqlite3.OperationalError
 BUSY_TIMEOUT_MS = 5000
 
 
-def open_reader(path: Path) -> sqlite3.Connection:
-    """A read-only connection to a ledger file, usable from any one thread at a time."""
+def open_reader(path: Path, url: str | None = None) -> sqlite3.Connection:
+    """A read-only connection to a ledger file, usable from any one thread at a time; with
+    `url`, a read-only session of the PostgreSQL ledger (`engine`), which speaks as this one."""
+    if url:
+        from svc_console.ledger.pg import Connection as PgConnection
+
+        return PgConnection(url, read_only=True)  # type: ignore[return-value]
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     return conn
@@ -52,8 +58,8 @@ class Reader:
         self.closed = False
 
     @classmethod
-    def open(cls, path: Path) -> Reader:
-        return cls(open_reader(path))
+    def open(cls, path: Path, url: str | None = None) -> Reader:
+        return cls(open_reader(path, url))
 
     def interrupt(self) -> None:
         """Stop the query running now (it raises in its worker); the next one runs normally."""

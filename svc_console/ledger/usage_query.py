@@ -21,6 +21,7 @@ from decimal import Decimal
 
 from svc_console.core.money import from_atomic
 from svc_console.core.usage import DAY_S, FLAG_TEXT, Reconciled, UsageFilter, day_of
+from svc_console.ledger.engine import table_exists
 
 # The columns a query returns, in `UsageRow`'s order.
 ROW_COLUMNS = (
@@ -116,17 +117,14 @@ class SpendBucket:
 
 def has_usage(conn: sqlite3.Connection) -> bool:
     """Whether this ledger has the usage table (a ledger older than `_v3` has not)."""
-    found = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'usage'"
-    ).fetchone()
-    return found is not None
+    return table_exists(conn, "usage")
 
 
 # -- reading ---------------------------------------------------------------------------------------
 
 
 def where(f: UsageFilter, *, times: bool = True) -> tuple[str, list[object]]:
-    """The WHERE clause of a filter (never empty: `1` when nothing is filtered); `times=False`
+    """The WHERE clause of a filter (never empty: `1 = 1` when nothing is filtered); `times=False`
     leaves the date range out, for a caller that bounds `at` itself."""
     clauses: list[str] = []
     params: list[object] = []
@@ -148,7 +146,7 @@ def where(f: UsageFilter, *, times: bool = True) -> tuple[str, list[object]]:
     elif f.state is not None:
         clauses += ["flagged = 1", "state = ?"]
         params.append(f.state)
-    return " AND ".join(clauses) or "1", params
+    return " AND ".join(clauses) or "1 = 1", params
 
 
 def _rows(cursor: Iterable[tuple[object, ...]]) -> list[UsageRow]:

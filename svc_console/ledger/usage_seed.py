@@ -178,13 +178,25 @@ def _instants(rows: int, first_day: int, days: int, rng: random.Random) -> Itera
 
 
 def seed_usage(
-    path: Path, rows: int, *, seed: int = SEED, end: float = DEFAULT_END, days: int = DEFAULT_DAYS
+    path: Path,
+    rows: int,
+    *,
+    seed: int = SEED,
+    end: float = DEFAULT_END,
+    days: int = DEFAULT_DAYS,
+    url: str | None = None,
 ) -> None:
-    """Add `rows` seeded charges to the usage table of the ledger at `path` (created with its
-    schema if missing). The ledger must not be open in a broker meanwhile."""
+    """Add `rows` seeded charges to the usage table of the ledger at `path` (with `url`, of that
+    PostgreSQL ledger), created with its schema if missing. The ledger must not be open in a
+    broker meanwhile."""
     from svc_console.ledger.store import Ledger
 
-    Ledger(path).close()  # the schema, by the ledger's own migrations
+    Ledger(path, url=url).close()  # the schema, by the ledger's own migrations
+    if url:
+        from svc_console.ledger.pg import bulk_load
+
+        bulk_load(url, "usage", INSERT_COLUMNS, charges(rows, seed=seed, end=end, days=days))
+        return
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA synchronous=OFF")
@@ -223,9 +235,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path", type=Path)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--url", help="a PostgreSQL ledger's URL (its key files beside PATH)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    seed_usage(args.path, args.rows, seed=args.seed)
+    seed_usage(args.path, args.rows, seed=args.seed, url=args.url)
     print(f"{args.rows:,} charges in {time.perf_counter() - started:.1f} s: {args.path}")
     return 0
 

@@ -70,6 +70,9 @@ class Runtime:
     sandbox: Any = None
     payer_key: str | None = field(default=None, repr=False)  # else the saved account wallet
     ledger: Ledger | None = None
+    # Where the ledger's rows live when not the local file: a PostgreSQL URL. None: the one
+    # settings name for the real ledger (`config.ledger_url`), the file for the sandbox's.
+    ledger_url: str | None = None
     market: Marketplace | None = None
     broker: Broker | None = None
     socket: ApprovalSocket | None = None  # the agents'
@@ -117,8 +120,8 @@ class Runtime:
             self.notify = self._read_notify_settings()
         ensure_private_dir(self.paths.home)
         # A team's ledger on PostgreSQL (SVC_LEDGER_URL): the real one only, never sandbox play.
-        url = None
-        if self.service is not None:
+        url = self.ledger_url
+        if url is None and self.service is not None:
             from svc_console.config.ledger_url import ledger_url
 
             url = ledger_url(self.paths)

@@ -4,6 +4,7 @@ and a started console runtime (ledger file, broker, Unix socket) against it."""
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -72,7 +73,16 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def make_runtime(paths: Paths, sandbox: Any) -> Callable[..., Runtime]:
+def runtime_ledger_url(request: pytest.FixtureRequest) -> str | None:
+    """The ledger the tests' runtimes open: the sandbox's file, or with SVC_TESTS_LEDGER=postgresql
+    a fresh database of the tests' own PostgreSQL (to run the broker's tests on that engine)."""
+    return url_for(request, os.environ.get("SVC_TESTS_LEDGER", "sqlite"))
+
+
+@pytest.fixture
+def make_runtime(
+    paths: Paths, sandbox: Any, runtime_ledger_url: str | None
+) -> Callable[..., Runtime]:
     """Build (not start) a Runtime against the sandbox; keyword arguments go to BrokerConfig,
     `clock=` and `ids=` replace the broker's clock and request ids."""
 
@@ -84,7 +94,11 @@ def make_runtime(paths: Paths, sandbox: Any) -> Callable[..., Runtime]:
             counter = itertools.count(1)
             options["new_id"] = lambda: f"req_{next(counter):04d}"
         return Runtime(
-            paths=paths, sandbox=sandbox, config=BrokerConfig(**config), broker_options=options
+            paths=paths,
+            sandbox=sandbox,
+            config=BrokerConfig(**config),
+            broker_options=options,
+            ledger_url=runtime_ledger_url,
         )
 
     return build

@@ -79,7 +79,8 @@ class Intake:
 
     def _did_you_mean(self, endpoint_id: str) -> str:
         """The cached catalogue's nearest endpoint id, as a hint (nothing before a first sync)."""
-        known = endpoint_ids(self.ledger.db.conn)
+        catalogue = self.ledger.catalogue
+        known = endpoint_ids(catalogue) if catalogue is not None else []
         close = difflib.get_close_matches(endpoint_id, known, n=1, cutoff=0.8)
         return f" (did you mean {close[0]}?)" if close else ""
 

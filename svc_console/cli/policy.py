@@ -289,13 +289,28 @@ def _console_ledger(paths: Any) -> tuple[Path, Any]:
 
 
 def _ledger(paths: Any) -> Any:
-    """The ledger the console uses (its file, if there is one), opened beside a running broker."""
+    """The ledger the console uses (its file, if there is one, or its PostgreSQL database),
+    opened beside a running broker."""
     from svc_console.ledger import Ledger
 
     path, _ = _console_ledger(paths)
-    if not path.exists():
+    url = _ledger_url(paths, path)
+    if url is None and not path.exists():
         return None, path
-    return Ledger(path, exclusive=False), path
+    return Ledger(path, exclusive=False, url=url), path
+
+
+def _ledger_url(paths: Any, path: Path) -> str | None:
+    """The PostgreSQL URL of the real ledger (never the sandbox's), None for its file."""
+    from svc_console.config.errors import SettingsError
+    from svc_console.config.ledger_url import ledger_url
+
+    if path == paths.ledger(sandbox=True):
+        return None
+    try:
+        return ledger_url(paths)
+    except SettingsError as exc:
+        raise _error(str(exc)) from None
 
 
 def _from_ledger(policy: Any, now: float) -> tuple[Any, dict[str, str]]:
@@ -336,11 +351,13 @@ def run_simulate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise _error(str(exc), 2) from None
     draft = _load([args.file])
-    path, _ = _console_ledger(resolve_paths())
-    if not path.exists():
+    paths = resolve_paths()
+    path, _ = _console_ledger(paths)
+    url = _ledger_url(paths, path)
+    if url is None and not path.exists():
         raise _error(f"no ledger at {path}: there are no past requests to replay")
     try:
-        report = simulate_period(draft, path, time.time(), args.since)
+        report = simulate_period(draft, path, time.time(), args.since, url)
     except ReadError as exc:
         raise _error(f"cannot read the ledger {path}: {exc}") from None
     if args.json:

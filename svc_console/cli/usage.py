@@ -55,8 +55,9 @@ def run_export(args: argparse.Namespace) -> int:
     import sqlite3
     import time
 
+    from svc_console.config.errors import SettingsError
     from svc_console.config.paths import resolve_paths
-    from svc_console.config.service import configured_ledger
+    from svc_console.config.service import configured_ledger, configured_ledger_url
     from svc_console.core.usage import UsageFilter
     from svc_console.ledger.readers import open_reader
     from svc_console.services.usage_export import (
@@ -68,8 +69,13 @@ def run_export(args: argparse.Namespace) -> int:
         parse_until,
     )
 
-    ledger = configured_ledger(resolve_paths())
-    if not ledger.exists():
+    paths = resolve_paths()
+    ledger = configured_ledger(paths)
+    try:
+        url = configured_ledger_url(paths)
+    except SettingsError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+    if url is None and not ledger.exists():
         raise CommandError(f"no ledger at {ledger}: nothing has been recorded yet", EXIT_USAGE)
     now = time.time()
     try:
@@ -86,7 +92,7 @@ def run_export(args: argparse.Namespace) -> int:
         raise CommandError(str(exc), EXIT_USAGE) from None
     fmt = format_for(args.output, args.format)
     try:
-        conn = open_reader(ledger)
+        conn = open_reader(ledger, url)
     except sqlite3.Error as exc:
         raise CommandError(f"cannot read {ledger}: {exc}", EXIT_USAGE) from None
     try:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 
+from svc_console.ledger.engine import table_exists
+
 ENDPOINTS = "catalogue_endpoints"
 DATASETS = "catalogue_datasets"
 ENDPOINTS_FTS = "catalogue_endpoints_fts"
@@ -117,8 +119,8 @@ def create_tables(conn: sqlite3.Connection) -> None:
 
 
 def has_table(conn: sqlite3.Connection, name: str) -> bool:
-    found = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", [name]).fetchone()
-    return found is not None
+    """On a PostgreSQL ledger, never: the cache stays in the local file (FTS5's trigrams)."""
+    return table_exists(conn, name)
 
 
 def is_ready(conn: sqlite3.Connection) -> bool:

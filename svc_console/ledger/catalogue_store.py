@@ -10,6 +10,7 @@ Money is integer atomic USDC, as everywhere in the ledger. Nothing here knows of
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from svc_console.ledger.catalogue_schema import (
     DATASETS_FTS,
     ENDPOINTS,
     ENDPOINTS_FTS,
+    create_tables,
     has_table,
     is_ready,
 )
@@ -49,9 +51,21 @@ class SyncState:
 
 
 def open_writer(path: Path) -> sqlite3.Connection:
-    """A connection that writes the cache without going through the broker's."""
+    """A connection that writes the cache without going through the broker's. The file is the
+    ledger's (migration `_v4` made the tables), or beside a PostgreSQL ledger the local file that
+    holds the cache alone (FTS5's trigrams are SQLite's): made here, owner-only, the first time."""
+    fresh = not path.exists()
+    if fresh:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
     conn = sqlite3.connect(path, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout=5000")
+    try:
+        conn.execute("PRAGMA busy_timeout=5000")
+        if fresh:
+            with conn:
+                create_tables(conn)
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import sqlite_utils
 
-from svc_console.ledger.readers import open_query_only
+from svc_console.ledger.readers import open_query_only, open_reader
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +80,14 @@ def past_requests(db: sqlite_utils.Database, since: float, until: float) -> Iter
 
 
 @contextmanager
-def replaying(path: Path, since: float, until: float) -> Iterator[Iterator[PastRequest]]:
-    """`past_requests` of the ledger file at `path`, streamed through a query-only connection of
-    the calling thread's own (the broker keeps writing through its own); closed on leaving."""
-    connection = open_query_only(path)
+def replaying(
+    path: Path, since: float, until: float, url: str | None = None
+) -> Iterator[Iterator[PastRequest]]:
+    """`past_requests` of the ledger file at `path` (with `url`, of that PostgreSQL ledger),
+    streamed through a query-only connection of the calling thread's own (the broker keeps
+    writing through its own); closed on leaving."""
+    connection: Any = open_reader(path, url) if url else open_query_only(path)
     try:
-        yield past_requests(sqlite_utils.Database(connection), since, until)
+        yield past_requests(connection if url else sqlite_utils.Database(connection), since, until)
     finally:
         connection.close()

@@ -57,6 +57,7 @@ class Ledger(RequestReads):
         self.path = path
         self.url = url or None
         self._lock: engine.WriterLock | None = None
+        self._catalogue: Any = None  # beside a PostgreSQL ledger: the local cache's reader
         # Told of the budget totals' changes once their transaction commits (policy's totals).
         self.budget_listeners: list[Callable[[list[Change]], None]] = []
         self._budget_changes: list[Change] = []
@@ -104,6 +105,22 @@ class Ledger(RequestReads):
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+        if getattr(self, "_catalogue", None) is not None:
+            self._catalogue.close()
+            self._catalogue = None
+
+    @property
+    def catalogue(self) -> Any:
+        """What the catalogue cache is read through: the ledger's own connection on SQLite; beside
+        a PostgreSQL ledger, a reader of the local file the cache is kept in (FTS5's trigrams
+        are SQLite's; `catalogue_store.open_writer`), None before a first sync made it."""
+        if self.url is None:
+            return self.db.conn
+        if self._catalogue is None and self.path.exists():
+            from svc_console.ledger.readers import open_reader
+
+            self._catalogue = open_reader(self.path)
+        return self._catalogue
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:

@@ -444,9 +444,12 @@ class PoliciesScreen(Screen[None]):
             self._show_simulation(simulation.refused(result))
             return
         loaded, ledger_path, now = result.loaded, self.broker.ledger.path, self.broker.clock()
+        url = self.broker.ledger.url
         self._show_simulation(simulation.started(loaded))
         self.run_worker(
-            lambda: self.post_message(SimulationDone(simulation.run(loaded, ledger_path, now))),
+            lambda: self.post_message(
+                SimulationDone(simulation.run(loaded, ledger_path, now, url))
+            ),
             thread=True,
             group="policy-simulate",
             exclusive=True,

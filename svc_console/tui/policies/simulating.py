@@ -30,10 +30,12 @@ def started(draft: LoadedPolicy) -> SimulationShown:
     )
 
 
-def run(draft: LoadedPolicy, ledger_path: Path, now: float) -> SimulationShown:
+def run(
+    draft: LoadedPolicy, ledger_path: Path, now: float, url: str | None = None
+) -> SimulationShown:
     """In a worker thread: the simulation's report, or why the ledger could not be read."""
     try:
-        lines = simulate_draft(draft, ledger_path, now)
+        lines = simulate_draft(draft, ledger_path, now, url)
     except ReadError as exc:
         return SimulationShown(note=f"The ledger could not be read: {exc}", tone="high")
     return SimulationShown(draft.sha256, tuple(lines))

@@ -118,6 +118,7 @@ class UsageScreen(Screen[None]):
         assert runtime.ledger is not None, "the usage screen needs a started runtime"
         self.runtime = runtime
         self.ledger_path = runtime.ledger.path
+        self.ledger_url = runtime.ledger.url
         self.filter = UsageFilter()
         self.summary = Summary()
         self.generation = 0
@@ -157,8 +158,8 @@ class UsageScreen(Screen[None]):
             yield SpendBreakdown("per agent", id="usage-agents")
         # The rows and the sums are asked for now, before anything is mounted: the queries run
         # while Textual styles and lays out the screen, so its first frame already shows rows.
-        self.table_reader = Reader.open(self.ledger_path)
-        self.summary_reader = Reader.open(self.ledger_path)
+        self.table_reader = Reader.open(self.ledger_path, self.ledger_url)
+        self.summary_reader = Reader.open(self.ledger_path, self.ledger_url)
         table = UsageTable(id="usage-table")
         table.attach(self.table_reader)
         table.names = self.names
@@ -353,7 +354,7 @@ class UsageScreen(Screen[None]):
         if reader is None:
             return
         # Its own connection: the summary reader may be busy with a long sum.
-        conn = open_reader(self.ledger_path)
+        conn = open_reader(self.ledger_path, self.ledger_url)
         try:
             choices = FilterChoices(
                 *(ledger_usage.distinct(conn, column) for column in ledger_usage.FILTER_COLUMNS)
@@ -395,7 +396,7 @@ class UsageScreen(Screen[None]):
 
         def write() -> None:
             # Its own connection: an export of a million rows must not hold up the screen.
-            conn = open_reader(self.ledger_path)
+            conn = open_reader(self.ledger_path, self.ledger_url)
             try:
                 count = export_file(conn, f, choice.fmt, path)
             finally:

@@ -46,6 +46,8 @@ class Database(Protocol):
 
     def has_table(self, table: str) -> bool: ...
 
+    def table_names(self) -> list[str]: ...
+
 
 class SqliteDatabase(sqlite_utils.Database):
     """The SQLite ledger: sqlite-utils' database, with the engine's few differences."""

@@ -222,6 +222,13 @@ class Database:
     def has_table(self, table: str) -> bool:
         return bool(self.column_names(table))
 
+    def table_names(self) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT table_name FROM information_schema.tables"
+            " WHERE table_schema = current_schema() ORDER BY table_name"
+        ).fetchall()
+        return [row[0] for row in rows]
+
     def try_writer_lock(self) -> bool:
         row = self.conn.execute("SELECT pg_try_advisory_lock(?)", [pg_dialect.WRITER_LOCK_KEY])
         return bool(row.fetchone()[0])

@@ -193,7 +193,7 @@ async def test_five_failures_pause_the_agent_until_an_operator_resumes_it(start)
         )
     ]
     assert kinds == ["agent_paused", "agent_resumed"]
-    report = audit.verify(runtime.ledger.path)
+    report = audit.verify(runtime.ledger.path, url=runtime.ledger.url)
     assert report.intact, (report.broken, report.problems)
     again = await _cli(runtime, "agents", "resume", "flaky-bot")
     assert again.returncode == 2 and "agent flaky-bot is not paused" in again.stderr

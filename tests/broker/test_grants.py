@@ -148,7 +148,7 @@ async def test_revoking_ends_a_grant_and_both_are_in_the_audit_chain(start):
     assert again.returncode == 2 and "no grant 1 in force" in again.stderr
     kinds = [e["type"] for e in runtime.ledger.events(first.id)]
     assert "grant_made" in kinds and "grant_ended" in kinds
-    report = audit.verify(runtime.ledger.path)
+    report = audit.verify(runtime.ledger.path, url=runtime.ledger.url)
     assert report.intact, (report.broken, report.problems)
 
 

@@ -198,10 +198,7 @@ async def send_all(path: Any, lines: list[bytes], limits: dict[str, Any]) -> lis
 
 def ledger_state(runtime: Any) -> dict[str, Any]:
     db = runtime.ledger.db
-    tables = [
-        row[0]
-        for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-    ]
+    tables = db.table_names()
     state: dict[str, Any] = {
         table: db.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0] for table in tables
     }

@@ -321,7 +321,7 @@ async def test_a_ledger_the_broker_wrote_verifies(runtime):
             await line.call("approvals.approve", {"request_id": request_id})
         done = await agent.wait_for_outcome(request_id, 10)
     assert done["state"] == "succeeded"
-    report = verify(runtime.paths.ledger(sandbox=True))
+    report = verify(runtime.ledger.path, url=runtime.ledger.url)
     assert report.intact and report.verified >= 6
 
 
@@ -353,6 +353,24 @@ def test_cli_exit_1_names_the_first_break(ledger_file: Path, capsys: pytest.Capt
     assert out.count("\n") == 1 and not err
     assert "chain broken at event 13: event 13 is missing" in out
     assert "(12 events before it verified)" in out
+
+
+def test_cli_verifies_the_postgresql_ledger_the_settings_name(
+    paths: Paths, postgres: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """With a service and SVC_LEDGER_URL, `audit verify` checks the real ledger in PostgreSQL
+    (its key and head files in SVC_CONSOLE_HOME); the URL is shown without its password."""
+    url = postgres.new_database()
+    monkeypatch.setenv("SVC_BASE_URL", "https://svc.example")
+    monkeypatch.setenv("SVC_LEDGER_URL", url)
+    write_ledger(paths.ledger(sandbox=False), requests=2, url=url)
+    assert not paths.ledger(sandbox=False).exists()  # the rows are in the database
+    assert main(["audit", "verify"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{url}: 6 events verified; chain intact")
+    Stored(paths.ledger(sandbox=False), url).tamper("UPDATE events SET type = 'x' WHERE seq = 4")
+    assert main(["audit", "verify"]) == 1
+    assert "chain broken at event 4" in capsys.readouterr().out
 
 
 def test_cli_defaults_to_the_sandbox_ledger(paths: Paths, capsys: pytest.CaptureFixture[str]):

@@ -8,7 +8,11 @@ nowhere else.
 
 A ledger has a place on disk either way (`path`): its audit key and the chain's head file live
 beside it, outside the database whoever can write the rows can reach (`audit_chain`). With a URL
-the rows are in PostgreSQL; the file at `path` is not made.
+the rows are in PostgreSQL, and the file at `path` holds only the market catalogue's cache (made
+by its first sync, `catalogue_store`), which is SQLite's full-text search.
+
+What the engines do differently is here (the lock, the snapshot, a table's existence), in
+`pg_dialect` (SQL spellings, SQLite's JSON functions) and in `pg` (the PostgreSQL connection).
 """
 
 from __future__ import annotations

@@ -128,6 +128,21 @@ def files_holding(home: Path, text: str) -> list[Path]:
     ]
 
 
+def stored_holding(runtime: Runtime, text: str) -> list[str]:
+    """Every place the console keeps that holds `text`: the files under SVC_CONSOLE_HOME and,
+    with the ledger on PostgreSQL, each of its tables with a row that does."""
+    places = [str(path) for path in files_holding(runtime.paths.home, text)]
+    ledger = runtime.ledger
+    if ledger is not None and ledger.url is not None:
+        for table in ledger.db.table_names():
+            found = ledger.db.execute(
+                f'SELECT 1 FROM "{table}" t WHERE strpos(t::text, ?) > 0 LIMIT 1', [text]
+            ).fetchone()
+            if found is not None:
+                places.append(f"{table} (PostgreSQL)")
+    return places
+
+
 async def pending(runtime: Runtime, request_id: str) -> None:
     await eventually(lambda: runtime.broker.get(request_id).state == State.pending, timeout=15)
 
@@ -163,11 +178,11 @@ async def test_a_secret_is_refused_at_the_socket_and_kept_nowhere(
     assert counts(runtime)[0] == before[0] + 1
 
     # Where the clean request went (the ledger), the secret did not; the log names the attempt.
-    assert files_holding(paths.home, marker), "the scan must read where requests are stored"
+    assert stored_holding(runtime, marker), "the scan must read where requests are stored"
     log_text = (paths.logs / "svc-console.log").read_text()
     assert f"refused a submission from {agent}: inputs.query looks like" in log_text
     for text in (secret.core, secret.core[:8]):
-        assert files_holding(paths.home, text) == []
+        assert stored_holding(runtime, text) == []
 
 
 async def test_a_refused_path_is_quoted_never_raw(runtime: Runtime):
@@ -199,7 +214,7 @@ async def test_an_email_is_personal_data_not_a_secret_it_passes_flagged(
     flags = {flag.code: flag for flag in request.risk}
     assert flags["input_email"].severity == "warn"
     assert flags["input_email"].reason == "input query contains an e-mail address (personal data)"
-    assert files_holding(paths.home, email)  # recorded, as before: the operator must see it
+    assert stored_holding(runtime, email)  # recorded, as before: the operator must see it
 
 
 async def test_the_command_line_says_which_field_and_never_echoes_the_secret(
@@ -222,7 +237,7 @@ async def test_the_command_line_says_which_field_and_never_echoes_the_secret(
         f"svc-console: inputs.query looks like an sk_live_ API key{REFUSAL_TAIL}\n"
     )
     assert counts(runtime) == before
-    assert files_holding(paths.home, secret.core) == []
+    assert stored_holding(runtime, secret.core) == []
 
 
 async def test_the_consoles_own_wallet_key_is_refused_in_any_spelling(
@@ -244,7 +259,7 @@ async def test_the_consoles_own_wallet_key_is_refused_in_any_spelling(
                 "kind": secrets_scan.OWN_KEY,
             }
     assert counts(runtime) == before
-    assert files_holding(paths.home, core) == [] and files_holding(paths.home, core[:16]) == []
+    assert stored_holding(runtime, core) == [] and stored_holding(runtime, core[:16]) == []
 
 
 @pytest.mark.parametrize(("kind", "value"), AMBIGUOUS, ids=[kind for kind, _ in AMBIGUOUS])
@@ -292,4 +307,4 @@ async def test_every_secret_the_console_holds_is_refused_in_every_field(
                 assert refused.value.data["kind"] in (secrets_scan.OWN_KEY, "api_key"), name
     assert counts(runtime) == before
     for secret in secrets.values():
-        assert files_holding(paths.home, secret) == []
+        assert stored_holding(runtime, secret) == []

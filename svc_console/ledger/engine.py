@@ -46,6 +46,8 @@ class Database(Protocol):
 
     def prepare_schema(self) -> None: ...
 
+    def finish_schema(self) -> None: ...
+
     def column_names(self, table: str) -> list[str]: ...
 
     def has_table(self, table: str) -> bool: ...
@@ -67,6 +69,9 @@ class SqliteDatabase(sqlite_utils.Database):
     def prepare_schema(self) -> None:
         """Nothing to prepare: the JSON functions are SQLite's own, and the writer holds the
         file's lock already."""
+
+    def finish_schema(self) -> None:
+        """Nothing: every index SQLite needs is made by the migrations themselves."""
 
     def column_names(self, table: str) -> list[str]:
         return [row[1] for row in self.execute(f'PRAGMA table_info("{table}")').fetchall()]

@@ -211,6 +211,10 @@ class Database:
         self.conn.execute("SELECT pg_advisory_xact_lock(?)", [pg_dialect.WRITER_LOCK_KEY + 1])
         self.conn.execute(pg_dialect.FUNCTIONS)
 
+    def finish_schema(self) -> None:
+        for statement in pg_dialect.AFTER_MIGRATIONS:
+            self.conn.execute(statement)
+
     def column_names(self, table: str) -> list[str]:
         rows = self.conn.execute(
             "SELECT column_name FROM information_schema.columns"

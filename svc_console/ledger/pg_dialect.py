@@ -84,6 +84,15 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
 $$;
 """
 
+# Indexes only PostgreSQL needs, made after every migration (IF NOT EXISTS). The pending list by
+# amount, newest first, wants its NULLs last (request_windows `order_by`): SQLite walks the
+# ascending index backwards and reads the NULLs in a second pass; PostgreSQL's backward walk
+# gives them first, so it is given the index in that order.
+AFTER_MIGRATIONS = (
+    "CREATE INDEX IF NOT EXISTS requests_pending_amount_desc ON requests"
+    "(state, estimate_usdc DESC NULLS LAST, created_at DESC, id DESC) WHERE state = 'pending'",
+)
+
 # What the schema version is kept in (SQLite keeps it in the file's header: PRAGMA user_version).
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS ledger_schema (version BIGINT NOT NULL)"
 

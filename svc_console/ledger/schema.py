@@ -345,3 +345,6 @@ def migrate(db: Any) -> None:
                 continue
             MIGRATIONS[step](db)
             db.set_schema_version(step + 1)
+    if version < len(MIGRATIONS):
+        with db.atomic():
+            db.finish_schema()

@@ -74,21 +74,23 @@ class Cursor:
     def rowcount(self) -> int:
         return self._raw.rowcount
 
-    @property
-    def connection(self) -> Any:
-        return self._raw.connection
+    def _has_rows(self) -> bool:
+        # sqlite3 answers a fetch after an UPDATE with nothing; psycopg raises. Asked of the
+        # result's status, not of `description`, which builds its columns on each access.
+        result = self._raw.pgresult
+        return result is not None and result.status == pq.ExecStatus.TUPLES_OK
 
     def fetchone(self) -> tuple | None:
-        return self._raw.fetchone() if self._raw.description is not None else None
+        return self._raw.fetchone() if self._has_rows() else None
 
     def fetchall(self) -> list[tuple]:
-        return self._raw.fetchall() if self._raw.description is not None else []
+        return self._raw.fetchall() if self._has_rows() else []
 
     def fetchmany(self, size: int) -> list[tuple]:
-        return self._raw.fetchmany(size) if self._raw.description is not None else []
+        return self._raw.fetchmany(size) if self._has_rows() else []
 
     def __iter__(self) -> Iterator[tuple]:
-        return iter(self._raw) if self._raw.description is not None else iter(())
+        return iter(self._raw) if self._has_rows() else iter(())
 
     def close(self) -> None:
         self._raw.close()

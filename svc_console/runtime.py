@@ -10,6 +10,7 @@ import asyncio
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,12 +117,12 @@ class Runtime:
         if self.notify is None:
             self.notify = self._read_notify_settings()
         ensure_private_dir(self.paths.home)
-        self.ledger = Ledger(self.paths.ledger(sandbox=self.service is None))
+        self.ledger = Ledger(self.ledger_path)
         try:
             self.market = self._connect()
             options = dict(self.broker_options)
             if "policy" not in options:  # tests may bring their own engine
-                options["policy"] = self._start_policy(options.get("clock", time.time))
+                options["policy"] = self._start_policy(self.clock)
             self.broker = Broker(self.ledger, self.market, config=self.config, **options)
             self.unsettled = await self.broker.start()
             for request in self.unsettled:
@@ -215,6 +216,16 @@ class Runtime:
             return NotifySettings()
 
     @property
+    def clock(self) -> Callable[[], float]:
+        """The broker's clock (tests bring their own), readable before the broker exists."""
+        return self.broker_options.get("clock", time.time)
+
+    @property
+    def ledger_path(self) -> Path:
+        """Sandbox play never mixes with real spend: a sandbox runtime has a ledger of its own."""
+        return self.paths.ledger(sandbox=self.service is None)
+
+    @property
     def agent_warning(self) -> str | None:
         """Said wherever agents running as the operator's own user are accepted."""
         return self.access.same_user_warning() if self.access is not None else None
@@ -275,7 +286,10 @@ class Runtime:
             return self.service.base_url, self.service.api_key
         if self.sandbox is None:
             raise RuntimeError("the console is not started")
-        return self.sandbox.base_url, self.sandbox.state.api_key
+        # Where the market clients were pointed, once they were: a stopped sandbox is then an
+        # unreachable service, as a real one would be.
+        base_url = self.market.base_url if self.market is not None else self.sandbox.base_url
+        return base_url, self.sandbox.state.api_key
 
     def account_client(self) -> AccountClient:
         """A client of the service's account routes (usage history, funding, wallets)."""
@@ -301,15 +315,26 @@ class Runtime:
             return await sync_from(account, self.ledger)
 
     async def sync_catalogue(self, progress: Progress | None = None) -> SyncReport:
-        """Refill the ledger's catalogue cache from the service."""
+        """Refill the ledger's catalogue cache from the service, on a loop and a client of its
+        own: its requests never wait behind the broker's, nor the broker's and the TUI's behind
+        them. `progress` is called from that loop's thread."""
+        from svc_console.core.apart import on_a_loop_of_its_own
+        from svc_console.market.rest import MarketClient
         from svc_console.services.catalogue_sync import sync_catalogue
 
         if self.market is None or self.ledger is None:
             raise RuntimeError("the console is not started")
-        clock = self.broker.clock if self.broker is not None else time.time
-        return await sync_catalogue(
-            self.market.rest, self.ledger.path, now=clock(), progress=progress
-        )
+        base_url, api_key = self.service_address()
+        ledger, now = self.ledger.path, self.clock()
+
+        async def sync() -> SyncReport:
+            rest = MarketClient(base_url, api_key)
+            try:
+                return await sync_catalogue(rest, ledger, now=now, progress=progress)
+            finally:
+                await rest.aclose()
+
+        return await on_a_loop_of_its_own(sync, "catalogue-sync")
 
     def _account_wallet_key(self) -> str | None:
         """The EVM key of the account wallet that the first login saved, if there is one."""

@@ -7,22 +7,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from svc_console.core.models import Decision, SpendRequest
 from svc_console.core.money import from_atomic
 from svc_console.core.states import FINAL, State
 from svc_console.ledger.request_windows import RequestQuery
 
+if TYPE_CHECKING:
+    import sqlite3
+
+    import sqlite_utils
+
 JSON_COLUMNS = ("inputs", "endpoint", "estimate", "risk", "verdict", "submitter")
 
 
 class RequestReads:
-    """The reads of `Ledger`, over its connection."""
+    """The reads of `Ledger`, over its connection (sqlite-utils' or a plain read-only one)."""
 
-    db: sqlite_utils.Database
+    db: sqlite_utils.Database | sqlite3.Connection
 
     def get(self, request_id: str) -> SpendRequest | None:
         row = self.db.execute("SELECT * FROM requests WHERE id = ?", [request_id]).fetchone()
@@ -177,7 +180,7 @@ class RequestReads:
     def _columns(self, table: str) -> list[str]:
         cache = self.__dict__.setdefault("_column_cache", {})
         if table not in cache:
-            cache[table] = [c.name for c in self.db[table].columns]
+            cache[table] = [row[1] for row in self.db.execute(f"PRAGMA table_info({table})")]
         return cache[table]
 
     def _hydrate(self, row: dict[str, Any]) -> SpendRequest:
@@ -197,3 +200,11 @@ class RequestReads:
         ).fetchone()
         row["outcome"] = json.loads(outcome[0]) if outcome else None
         return SpendRequest.model_validate(row)
+
+
+class RequestView(RequestReads):
+    """The same reads through a read-only connection of the caller's (`readers.open_reader`):
+    what the console shows from the ledger before its broker has opened it for writing."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.db = conn

@@ -96,6 +96,7 @@ class Runtime:
     usage: UsageFollower | None = None  # the background usage sync
     _policy_watch: asyncio.Task[None] | None = None
     _owns_sandbox: bool = False
+    _sandbox_address: tuple[str, str] | None = None
     _sandbox_watch: asyncio.Task[None] | None = None
 
     def launch_sandbox(self) -> None:
@@ -262,6 +263,7 @@ class Runtime:
             # queue. Only a child that never serves is worth a word, in the log.
             self._sandbox_watch = asyncio.create_task(self._watch_sandbox(), name="sandbox-ready")
         state = self.sandbox.state
+        self._sandbox_address = base_url, state.api_key
         return Marketplace.connect(
             base_url=base_url,
             wallet_api_base=base_url,
@@ -284,12 +286,13 @@ class Runtime:
         the embedded sandbox when none is."""
         if self.service is not None:
             return self.service.base_url, self.service.api_key
+        if self._sandbox_address is not None:
+            # Where the clients were pointed at the start: a sandbox stopped since is then an
+            # unreachable service, as a real one would be.
+            return self._sandbox_address
         if self.sandbox is None:
             raise RuntimeError("the console is not started")
-        # Where the market clients were pointed, once they were: a stopped sandbox is then an
-        # unreachable service, as a real one would be.
-        base_url = self.market.base_url if self.market is not None else self.sandbox.base_url
-        return base_url, self.sandbox.state.api_key
+        return self.sandbox.base_url, self.sandbox.state.api_key
 
     def account_client(self) -> AccountClient:
         """A client of the service's account routes (usage history, funding, wallets)."""

@@ -79,6 +79,8 @@ class Runtime:
     agent_settings: AgentSettings | None = None
     access: AgentAccess | None = None
     passphrase: Any = None  # the operator passphrase decisions over the operator socket need
+    operators: Any = None  # the operator accounts (pinned at start) that replace it, when any
+    console_operator: str | None = None  # the TUI's operator: settings.toml [operator] name
     # The SKILLS.md files in force (settings.policy_files); None: $SVC_CONSOLE_HOME/SKILLS.md,
     # optional. `policy` is the LivePolicy the broker asks (its `status` feeds the banner).
     policy_files: list[Path] | None = None
@@ -123,6 +125,7 @@ class Runtime:
             if "policy" not in options:  # tests may bring their own engine
                 options["policy"] = self._start_policy(options.get("clock", time.time))
             self.broker = Broker(self.ledger, self.market, config=self.config, **options)
+            self.broker.decisions.console_operator = self.console_operator
             self.unsettled = await self.broker.start()
             for request in self.unsettled:
                 log.warning("request %s was in flight at the last stop: now unknown", request.id)
@@ -166,7 +169,13 @@ class Runtime:
             from svc_console.config.operator_passphrase import OperatorPassphrase
 
             self.passphrase = OperatorPassphrase(self.paths.operator_passphrase).pin()
+        if self.operators is None:
+            from svc_console.config.operator_accounts import OperatorAccounts
+
+            self.operators = OperatorAccounts(self.paths.operator_accounts).pin()
         registry = AgentRegistry(self.paths.agent_registry)
+        # Under the two-person rule, the operator who registered the asking agent may not approve.
+        self.broker.decisions.registrant = registry.registrant
         self.access = AgentAccess(settings, registry, sandbox=self.market.sandbox)
         # What revoked agents left undecided while the console was stopped.
         await self.broker.cancel_agents(registry.revoked())
@@ -177,6 +186,7 @@ class Runtime:
             role=Role.operator,
             access=self.access,
             passphrase=self.passphrase,
+            operators=self.operators,
             home=self.paths.home,
             limits=operator_limits,
         )

@@ -47,6 +47,7 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
     from svc_console.config.agents import agent_settings
     from svc_console.config.errors import SettingsError
     from svc_console.config.notify_settings import notify_settings
+    from svc_console.config.operator_settings import console_operator
     from svc_console.config.paths import resolve_paths
     from svc_console.config.policy_files import policy_files
     from svc_console.config.service import service_config
@@ -63,6 +64,7 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
         files, optional = policy_files(paths, policy)
         agents = agent_settings(paths.settings)
         notify = notify_settings(paths.settings)
+        operator = console_operator(paths.settings)
     except SettingsError as exc:
         raise CommandError(str(exc)) from None
     # The demo's requests wait ten minutes: long enough to read one while others arrive, short
@@ -76,6 +78,7 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
         policy_optional=optional,
         agent_settings=agents,
         notify=notify,
+        console_operator=operator,
     )
 
 

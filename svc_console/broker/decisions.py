@@ -134,6 +134,16 @@ class Decisions:
             return []
         return two_person.approvals(self.ledger, request, ceiling)
 
+    def two_person_status(self, request: SpendRequest) -> str | None:
+        """The two-person rule's line for a pending request it applies to, else None."""
+        above = two_person.threshold(self.policy)
+        if request.state != State.pending or request.estimate is None or above is None:
+            return None
+        ceiling = approval_ceiling(request, request.estimate)
+        if ceiling <= above:
+            return None
+        return two_person.status(above, two_person.approvals(self.ledger, request, ceiling))
+
     def _check_decider(self, request: SpendRequest, decider: Decider) -> None:
         try:
             refuse_own_request(request, decider)

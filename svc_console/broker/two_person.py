@@ -121,6 +121,9 @@ def _record_first(
         ledger.event(request.id, KIND, data, at)
 
 
-def status(names: list[str]) -> str:
-    """What the approvals detail and the CLI say of a request half approved."""
-    return f"approved by {', '.join(names)}; needs a second operator"
+def status(above: Decimal, names: list[str]) -> str:
+    """What the approvals detail says of a request under the rule."""
+    rule = f"two different operators approve above {format_usdc(above)} USDC"
+    if names:
+        return f"approved by {', '.join(names)}; needs a second operator ({rule})"
+    return f"{rule}; none has yet"

@@ -248,8 +248,13 @@ class Methods:
 
     async def list_approvals(self, caller: Caller, params: dict[str, Any]) -> Any:
         listing = ListParams.model_validate(params)
-        chosen = self.broker.pending if listing.view == "pending" else self.broker.history
-        return [public(r) for r in chosen(listing.limit)]
+        if listing.view == "history":
+            return [public(r) for r in self.broker.history(listing.limit)]
+        # Under the two-person rule, who approved a pending request so far.
+        approvals = self.broker.decisions.operator_approvals
+        return [
+            {**public(r), "approved_by": approvals(r)} for r in self.broker.pending(listing.limit)
+        ]
 
     async def approve(self, caller: Caller, params: dict[str, Any]) -> Any:
         approval = ApproveParams.model_validate(params)

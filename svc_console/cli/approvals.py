@@ -120,6 +120,9 @@ def run_approve(args: argparse.Namespace) -> int:
             agent, "approvals.approve", as_operator(agent, args, params), _type_it(args.request_id)
         )
     print(f"{request['id']} {request['state']}")
+    if request["state"] == "pending":  # the two-person rule: this was the first approval
+        print(f"approved by {args.operator}; needs a second operator")
+        return 0
     if args.grant_for is not None:
         print(
             f"and calls like it for {args.grant_for}, up to {args.total} USDC in all"
@@ -293,10 +296,13 @@ def _cells(request: dict[str, Any], now: float) -> tuple[str, ...]:
     agent = inert_line(request["agent"], 24)
     if not request.get("agent_verified"):
         agent += " (unverified)"
+    state = request["state"]
+    if request.get("approved_by"):  # the two-person rule: one approval of two so far
+        state += f" 1/2 ({inert_line(request['approved_by'][0], 24)})"
     expires = request.get("expires_at")
     return (
         request["id"],
-        request["state"],
+        state,
         price,
         _span(now - request["created_at"]),
         f"in {_span(expires - now)}" if expires and request["state"] == "pending" else "-",

@@ -133,3 +133,20 @@ def test_a_cli_decision_names_its_operator_and_a_bad_token_decides_nothing(home:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("operators.json", "{broken", "is not a valid operator accounts file"),
+        ("settings.toml", '[operator]\nname = "two words"\n', "[operator] name must be"),
+    ],
+)
+def test_a_broken_accounts_file_or_operator_setting_stops_serve_in_one_line(
+    home: Path, name, text, message
+):
+    (home / name).write_text(text)
+    (home / name).chmod(0o600)
+    served = run("serve", timeout=60)
+    assert served.returncode == 1 and message in served.stderr
+    assert "Traceback" not in served.stderr

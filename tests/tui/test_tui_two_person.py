@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from helpers import FakeClock
 from textual.pilot import Pilot
-from tui_support import build_console, clear_notices, rows, started, until
+from tui_support import build_console, clear_notices, notices, rows, started, until
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.deciders import Decider
@@ -59,6 +59,37 @@ async def test_the_detail_says_who_approved_and_that_a_second_is_needed(console)
             " approve above 0.005 USDC)" in text
         )
         assert console.runtime.broker.pending()[0].state == State.pending
+
+
+async def test_a_first_approval_in_the_tui_is_the_settings_operator_and_leaves_it_pending(
+    console,
+):
+    console.runtime.console_operator = "carol"  # settings.toml [operator] name
+    async with console.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        await half_approved(pilot, console)
+        broker = console.runtime.broker
+        request_id = broker.pending()[0].id
+        # bob approved once over the socket; carol, at the TUI, is the second operator.
+        await pilot.press("a")
+        await until(pilot, lambda: broker.get(request_id).state == State.succeeded)
+        assert broker.get(request_id).decision.by == "bob, carol"
+
+
+async def test_the_tuis_first_approval_says_a_second_operator_is_needed(console):
+    console.runtime.console_operator = "carol"
+    async with console.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        broker = console.runtime.broker
+        async with AsyncAgent("research-bot", console.runtime.paths.socket) as agent:
+            await agent.submit(
+                endpoint_id="ep_websearch_basic", inputs={"query": "moon"}, purpose="research"
+            )
+        await rows(pilot, 1)
+        await pilot.press("a")
+        await until(pilot, lambda: "it needs a second operator" in notices(console))
+        request = broker.pending()[0]
+        assert broker.decisions.operator_approvals(request) == ["carol"]
 
 
 def test_snapshot_a_request_approved_by_one_operator_of_two(snap_compare: Any, console):

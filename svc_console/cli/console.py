@@ -49,10 +49,10 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
     from svc_console.config.notify_settings import notify_settings
     from svc_console.config.operator_accounts import AccountsError, OperatorAccounts
     from svc_console.config.operator_settings import console_operator
-    from svc_console.core.private_files import NotPrivate
     from svc_console.config.paths import resolve_paths
     from svc_console.config.policy_files import policy_files
     from svc_console.config.service import service_config
+    from svc_console.core.private_files import NotPrivate
     from svc_console.runtime import Runtime
 
     paths = resolve_paths()

@@ -20,6 +20,7 @@ from svc_console.config.agent_registry import AgentRegistry
 from svc_console.config.agents import AgentSettings
 from svc_console.config.operator_accounts import OperatorAccounts
 from svc_console.core.states import State
+from svc_console.ledger import audit
 from svc_console.runtime import Runtime
 
 # A web search costs 0.01 USDC in the sandbox.
@@ -95,6 +96,9 @@ async def test_two_operators_approve_and_it_executes_once(console):
     assert executions(runtime, request_id) == 1
     assert [e["operator"] for e in events(runtime, request_id, "operator_approval")] == ["bob"]
     assert events(runtime, request_id, "decision")[0]["by"] == "bob, carol"
+    # Both approvals are in the keyed chain, which still verifies.
+    await runtime.ledger.committed()
+    assert audit.verify(runtime.ledger.path).intact
 
 
 async def test_the_same_operator_twice_is_refused(console):

@@ -162,6 +162,7 @@ class Runtime:
         from svc_console.broker.methods import Role
         from svc_console.broker.socket_server import ApprovalSocket
         from svc_console.config.agent_registry import AgentRegistry
+        from svc_console.config.operator_accounts import OperatorAccounts
 
         assert self.broker is not None and self.market is not None
         settings = self.agent_settings or self._read_agent_settings()
@@ -169,10 +170,11 @@ class Runtime:
             from svc_console.config.operator_passphrase import OperatorPassphrase
 
             self.passphrase = OperatorPassphrase(self.paths.operator_passphrase).pin()
+        accounts = OperatorAccounts(self.paths.operator_accounts)
         if self.operators is None:
-            from svc_console.config.operator_accounts import OperatorAccounts
-
-            self.operators = OperatorAccounts(self.paths.operator_accounts).pin()
+            self.operators = accounts.pin()
+        # Under the two-person rule, a first approval by an operator removed since counts no more.
+        self.broker.decisions.removed_operator = accounts.removed
         registry = AgentRegistry(self.paths.agent_registry)
         # Under the two-person rule, the operator who registered the asking agent may not approve.
         self.broker.decisions.registrant = registry.registrant

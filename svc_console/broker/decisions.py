@@ -52,6 +52,9 @@ class Decisions:
         # Who registered an agent (the runtime sets it from the agent registry): under the
         # two-person rule, never one of the two who approve its requests.
         self.registrant: Callable[[str], str | None] = lambda agent: None
+        # Whether an operator's account was removed (the runtime sets it from the accounts): a
+        # first approval by a removed operator no longer counts.
+        self.removed_operator: Callable[[str], bool] = lambda name: False
         # The TUI's operator: settings.toml [operator] name, else the console owner's login.
         self.console_operator: str | None = None
 
@@ -132,7 +135,7 @@ class Decisions:
         ceiling = approval_ceiling(request, request.estimate)
         if not two_person.applies(self.policy, ceiling):
             return []
-        return two_person.approvals(self.ledger, request, ceiling)
+        return two_person.approvals(self.ledger, request, ceiling, self.removed_operator)
 
     def two_person_status(self, request: SpendRequest) -> str | None:
         """The two-person rule's line for a pending request it applies to, else None."""
@@ -142,7 +145,9 @@ class Decisions:
         ceiling = approval_ceiling(request, request.estimate)
         if ceiling <= above:
             return None
-        return two_person.status(above, two_person.approvals(self.ledger, request, ceiling))
+        return two_person.status(
+            above, two_person.approvals(self.ledger, request, ceiling, self.removed_operator)
+        )
 
     def _check_decider(self, request: SpendRequest, decider: Decider) -> None:
         try:
@@ -185,6 +190,7 @@ class Decisions:
                 decider,
                 at=self.clock(),
                 registrant=self.registrant,
+                removed=self.removed_operator,
                 refuse=lambda reason: self.refuse(request.id, reason, decider),
             )
             if pair is None:

@@ -6,7 +6,8 @@ pending; the second, by another operator, commits the decision, which names both
 the operator who registered the asking agent; a named operator is needed (an account's, or the
 TUI's own), since two approvals by nobody in particular are no two people. A first approval
 counts only for the request as it was approved: the same ceiling and the same stay in the queue
-(a re-priced request comes back to the queue with a new lifetime and needs two approvals again).
+(a re-priced request comes back with a new lifetime and needs two approvals again). A first
+approval is in the ledger, so it outlives a restart of the console.
 A deny by anyone ends the request, as any deny does. No policy rule or grant approves above the
 amount (policy/engine.py), so only operators ever satisfy it.
 """
@@ -28,7 +29,8 @@ KIND = "operator_approval"
 
 
 def threshold(policy: object) -> Decimal | None:
-    """The policy's two-person amount; None when it has none (or is not a live policy)."""
+    """The policy's two-person amount; None when it has none (an engine that predates the rule,
+    as some tests' stand-ins do, has none)."""
     return getattr(policy, "two_person_above_usdc", None)
 
 
@@ -37,8 +39,14 @@ def applies(policy: object, ceiling: Decimal) -> bool:
     return above is not None and ceiling > above
 
 
-def approvals(ledger: Ledger, request: SpendRequest, ceiling: Decimal) -> list[str]:
-    """The operators who approved `request` so far, first first, as it stands now."""
+def approvals(
+    ledger: Ledger,
+    request: SpendRequest,
+    ceiling: Decimal,
+    removed: Callable[[str], bool] = lambda name: False,
+) -> list[str]:
+    """The operators who approved `request` so far, first first, as it stands now; an approval
+    by an operator whose account was `removed` since no longer counts."""
     rows = ledger.db.execute(
         "SELECT data FROM events WHERE request_id = ? AND type = ? ORDER BY seq",
         [request.id, KIND],
@@ -46,9 +54,10 @@ def approvals(ledger: Ledger, request: SpendRequest, ceiling: Decimal) -> list[s
     names = []
     for (data,) in rows:
         approval = json.loads(data)
-        if approval.get("expires_at") == request.expires_at and approval.get("ceiling_usdc") == str(
-            ceiling
-        ):
+        # Another stay in the queue (after a re-price) or another ceiling: another question.
+        same = approval.get("expires_at") == request.expires_at
+        same = same and approval.get("ceiling_usdc") == str(ceiling)
+        if same and not removed(approval["operator"]):
             names.append(approval["operator"])
     return names
 
@@ -61,6 +70,7 @@ def second_needed(
     *,
     at: float,
     registrant: Callable[[str], str | None],
+    removed: Callable[[str], bool],
     refuse: Callable[[str], None],
 ) -> list[str] | None:
     """Check `decider` may approve under the rule. Returns the names of the approvals the
@@ -85,7 +95,7 @@ def second_needed(
             f"{reason}: under the two-person rule two other operators approve its requests;"
             " nothing was decided"
         )
-    so_far = approvals(ledger, request, ceiling)
+    so_far = approvals(ledger, request, ceiling, removed)
     if who in so_far:
         reason = f"operator {who} already approved {request.id}"
         refuse(reason)

@@ -64,6 +64,15 @@ class OperatorAccounts:
     def any(self) -> bool:
         return any(account.active for account in self._read().values())
 
+    def removed(self, name: str) -> bool:
+        """Whether `name` had an account that was removed since (an unreadable file: as if so,
+        failing closed)."""
+        try:
+            account = self._read().get(name)
+        except AccountsError:
+            return True
+        return account is not None and not account.active
+
     def authenticate(self, name: str, token: str) -> Account | None:
         """The active account `name` whose token `token` is; None for an unknown name or a
         wrong token alike. Slow by design (a scrypt): call it off the event loop."""

@@ -133,6 +133,18 @@ async def test_the_operator_who_registered_the_agent_may_not_approve(console):
     assert [e["operator"] for e in events(runtime, request_id, "operator_approval")] == ["bob"]
 
 
+async def test_a_first_approval_by_an_operator_removed_since_counts_no_more(console, paths):
+    runtime, tokens = await console(ABOVE)
+    request_id = await asked(runtime, tokens)
+    async with operator(runtime) as line:
+        await approve(line, request_id, "bob", tokens)
+        OperatorAccounts(paths.operator_accounts).remove("bob")
+        again_first = await approve(line, request_id, "carol", tokens)
+    assert again_first["state"] == "pending"
+    request = runtime.broker.get(request_id)
+    assert runtime.broker.decisions.operator_approvals(request) == ["carol"]
+
+
 async def test_a_deny_by_the_second_operator_ends_it(console):
     runtime, tokens = await console(ABOVE)
     request_id = await asked(runtime, tokens)

@@ -80,6 +80,8 @@ class Runtime:
     agent_settings: AgentSettings | None = None
     access: AgentAccess | None = None
     passphrase: Any = None  # the operator passphrase decisions over the operator socket need
+    operators: Any = None  # the operator accounts (pinned at start) that replace it, when any
+    console_operator: str | None = None  # the TUI's operator: settings.toml [operator] name
     # The SKILLS.md files in force (settings.policy_files); None: $SVC_CONSOLE_HOME/SKILLS.md,
     # optional. `policy` is the LivePolicy the broker asks (its `status` feeds the banner).
     policy_files: list[Path] | None = None
@@ -125,6 +127,7 @@ class Runtime:
             if "policy" not in options:  # tests may bring their own engine
                 options["policy"] = self._start_policy(self.clock)
             self.broker = Broker(self.ledger, self.market, config=self.config, **options)
+            self.broker.decisions.console_operator = self.console_operator
             self.unsettled = await self.broker.start()
             for request in self.unsettled:
                 log.warning("request %s was in flight at the last stop: now unknown", request.id)
@@ -161,6 +164,7 @@ class Runtime:
         from svc_console.broker.methods import Role
         from svc_console.broker.socket_server import ApprovalSocket
         from svc_console.config.agent_registry import AgentRegistry
+        from svc_console.config.operator_accounts import OperatorAccounts
 
         assert self.broker is not None and self.market is not None
         settings = self.agent_settings or self._read_agent_settings()
@@ -168,7 +172,14 @@ class Runtime:
             from svc_console.config.operator_passphrase import OperatorPassphrase
 
             self.passphrase = OperatorPassphrase(self.paths.operator_passphrase).pin()
+        accounts = OperatorAccounts(self.paths.operator_accounts)
+        if self.operators is None:
+            self.operators = accounts.pin()
+        # Under the two-person rule, a first approval by an operator removed since counts no more.
+        self.broker.decisions.removed_operator = accounts.removed
         registry = AgentRegistry(self.paths.agent_registry)
+        # Under the two-person rule, the operator who registered the asking agent may not approve.
+        self.broker.decisions.registrant = registry.registrant
         self.access = AgentAccess(settings, registry, sandbox=self.market.sandbox)
         # What revoked agents left undecided while the console was stopped.
         await self.broker.cancel_agents(registry.revoked())
@@ -179,6 +190,7 @@ class Runtime:
             role=Role.operator,
             access=self.access,
             passphrase=self.passphrase,
+            operators=self.operators,
             home=self.paths.home,
             limits=operator_limits,
         )

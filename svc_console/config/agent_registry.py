@@ -39,6 +39,9 @@ class RegisteredAgent:
     uid: int | None = None
     rotated_at: float | None = None
     revoked_at: float | None = None
+    # The operator account that added it (`agents add --operator`): under the two-person rule,
+    # never one of the two who approve its requests.
+    registered_by: str | None = None
 
     @property
     def active(self) -> bool:
@@ -82,6 +85,11 @@ class AgentRegistry:
                 return agent if name is None or name == agent.name else None
         return None
 
+    def registrant(self, name: str) -> str | None:
+        """The operator who registered agent `name` (revoked ones too), when one is known."""
+        agent = self._current().get(name)
+        return agent.registered_by if agent is not None else None
+
     def by_uid(self, uid: int) -> RegisteredAgent | None:
         """The active agent registered to run as `uid`, recognised by its peer uid alone."""
         return next((a for a in self._current().values() if a.active and a.uid == uid), None)
@@ -112,7 +120,7 @@ class AgentRegistry:
 
     # -- changing -------------------------------------------------------------------------------
 
-    def add(self, name: str, uid: int | None = None) -> str:
+    def add(self, name: str, uid: int | None = None, registered_by: str | None = None) -> str:
         """Register `name` (again, if it was revoked) and return its token, the only time it is
         ever shown."""
         if not AGENT_NAME.match(name):
@@ -126,7 +134,9 @@ class AgentRegistry:
                 holder = next((a for a in agents.values() if a.active and a.uid == uid), None)
                 if holder is not None:
                     raise RegistryError(f"uid {uid} is already registered to agent {holder.name}")
-            agents[name] = RegisteredAgent(name, _digest(token), time.time(), uid=uid)
+            agents[name] = RegisteredAgent(
+                name, _digest(token), time.time(), uid=uid, registered_by=registered_by
+            )
         return token
 
     def rotate(self, name: str) -> str:

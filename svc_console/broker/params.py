@@ -4,8 +4,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from svc_console.core.models import AGENT_NAME, AGENT_NAME_RULE, Kind
+from svc_console.core.models import Kind
 from svc_console.core.money import Usdc
+from svc_console.core.names import AGENT_NAME, AGENT_NAME_RULE
 from svc_console.core.states import State
 
 MAX_PURPOSE = 2000

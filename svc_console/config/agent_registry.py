@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from svc_console.core.models import AGENT_NAME, AGENT_NAME_RULE
+from svc_console.core.names import AGENT_NAME, AGENT_NAME_RULE
 from svc_console.core.private_files import ensure_private_dir, read_private, write_private
 
 TOKEN_PREFIX = "svcagent_"

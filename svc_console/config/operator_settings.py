@@ -14,7 +14,7 @@ from pathlib import Path
 
 from svc_console.config.errors import SettingsError
 from svc_console.config.settings_file import read_settings
-from svc_console.core.models import AGENT_NAME, AGENT_NAME_RULE
+from svc_console.core.names import AGENT_NAME, AGENT_NAME_RULE
 
 
 def console_operator(path: Path) -> str | None:

@@ -6,7 +6,6 @@ Field names on the wire follow SPEC.md (`qualityScore`, `domain_type`); Python n
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -15,10 +14,6 @@ from pydantic.alias_generators import to_camel
 
 from svc_console.core.money import Usdc
 from svc_console.core.states import State
-
-# \Z, not $: "$" also matches before a final newline, which would let "bot\n" through.
-AGENT_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._\-]{0,63}\Z")
-AGENT_NAME_RULE = "must be 1-64 letters, digits, '.', '_' or '-', starting with one"
 
 
 class Wire(BaseModel):

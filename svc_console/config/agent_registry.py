@@ -10,19 +10,17 @@ and a lock makes two `agents` commands at once take turns instead of losing one'
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import hmac
 import json
-import os
 import secrets
 import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from svc_console.config import named_records
 from svc_console.core.names import AGENT_NAME, AGENT_NAME_RULE
-from svc_console.core.private_files import ensure_private_dir, read_private, write_private
+from svc_console.core.private_files import read_private
 
 TOKEN_PREFIX = "svcagent_"
 
@@ -160,20 +158,5 @@ class AgentRegistry:
             raise RegistryError(f"no registered agent {name[:64]!r}")
         return agent
 
-    @contextlib.contextmanager
-    def _changing(self) -> Iterator[dict[str, RegisteredAgent]]:
-        """Read, change and write the file under an exclusive lock."""
-        lock_path = self.path.with_name(f".{self.path.name}.lock")
-        ensure_private_dir(self.path.parent)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            agents = self._read()
-            yield agents
-            records = {
-                name: {k: v for k, v in asdict(agent).items() if k != "name"}
-                for name, agent in sorted(agents.items())
-            }
-            write_private(self.path, json.dumps({"agents": records}, indent=2) + "\n")
-        finally:
-            os.close(fd)
+    def _changing(self) -> contextlib.AbstractContextManager[dict[str, RegisteredAgent]]:
+        return named_records.changing(self.path, "agents", self._read)

@@ -17,19 +17,16 @@ operator passphrase no longer applies there.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import json
-import os
 import secrets
 import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from svc_console.config import slow_hash
+from svc_console.config import named_records, slow_hash
 from svc_console.core.names import AGENT_NAME, AGENT_NAME_RULE
-from svc_console.core.private_files import ensure_private_dir, read_private, write_private
+from svc_console.core.private_files import read_private
 
 TOKEN_PREFIX = "svcop_"
 
@@ -126,23 +123,8 @@ class OperatorAccounts:
             accounts[name] = replace(account, removed_at=time.time())
         return accounts[name]
 
-    @contextlib.contextmanager
-    def _changing(self) -> Iterator[dict[str, Account]]:
-        """Read, change and write the file under an exclusive lock (two commands take turns)."""
-        lock_path = self.path.with_name(f".{self.path.name}.lock")
-        ensure_private_dir(self.path.parent)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            accounts = self._read()
-            yield accounts
-            records = {
-                name: {k: v for k, v in asdict(account).items() if k != "name"}
-                for name, account in sorted(accounts.items())
-            }
-            write_private(self.path, json.dumps({"operators": records}, indent=2) + "\n")
-        finally:
-            os.close(fd)
+    def _changing(self) -> contextlib.AbstractContextManager[dict[str, Account]]:
+        return named_records.changing(self.path, "operators", self._read)
 
 
 class PinnedAccounts:

@@ -85,14 +85,18 @@ def restyles_of(app: App[None]) -> list[Screen[None]]:
     return seen
 
 
+async def both_visited(app: TwoPages) -> Screen[None]:
+    """Each page shown once (each styled once), back on the first: which is returned."""
+    for mode in ("first", "second", "first"):
+        await app.switch_mode(mode)
+    return app.screen
+
+
 async def test_a_screen_returned_to_unchanged_is_not_restyled_whole():
     app = TwoPages()
     async with app.run_test() as pilot:
-        await app.switch_mode("first")
-        await app.switch_mode("second")
-        await app.switch_mode("first")
+        first = await both_visited(app)
         await pilot.pause()
-        first = app.screen
         restyled = restyles_of(app)
         for _ in range(3):
             await app.switch_mode("second")
@@ -104,10 +108,7 @@ async def test_a_screen_returned_to_unchanged_is_not_restyled_whole():
 async def test_a_theme_chosen_while_a_screen_was_away_is_applied_on_return():
     app = TwoPages()
     async with app.run_test() as pilot:
-        await app.switch_mode("first")
-        await app.switch_mode("second")
-        await app.switch_mode("first")
-        first = app.screen
+        first = await both_visited(app)
         await app.switch_mode("second")
         app.theme = "gruvbox" if app.theme != "gruvbox" else "nord"
         await pilot.pause()

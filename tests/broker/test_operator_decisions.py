@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -25,19 +25,10 @@ OPEN = AgentSettings(enrolment="open")
 
 
 @pytest.fixture
-async def start(paths, sandbox) -> AsyncIterator[Callable[..., Any]]:
-    started: list[Runtime] = []
-
-    async def run() -> Runtime:
-        runtime = Runtime(paths=paths, sandbox=sandbox, config=BrokerConfig(), agent_settings=OPEN)
-        await runtime.start()
-        started.append(runtime)
-        return runtime
-
-    yield run
-    for runtime in started:
-        if runtime.broker is not None:
-            await runtime.stop()
+def start(paths, sandbox, keep_started) -> Callable[[], Awaitable[Runtime]]:
+    return lambda: keep_started(
+        Runtime(paths=paths, sandbox=sandbox, config=BrokerConfig(), agent_settings=OPEN)
+    )
 
 
 async def pending_request(runtime: Runtime) -> str:

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,6 +83,8 @@ class Runtime:
     agent_settings: AgentSettings | None = None
     access: AgentAccess | None = None
     passphrase: Any = None  # the operator passphrase decisions over the operator socket need
+    operators: Any = None  # the operator accounts (pinned at start) that replace it, when any
+    console_operator: str | None = None  # the TUI's operator: settings.toml [operator] name
     # The SKILLS.md files in force (settings.policy_files); None: $SVC_CONSOLE_HOME/SKILLS.md,
     # optional. `policy` is the LivePolicy the broker asks (its `status` feeds the banner).
     policy_files: list[Path] | None = None
@@ -98,6 +101,7 @@ class Runtime:
     usage: UsageFollower | None = None  # the background usage sync
     _policy_watch: asyncio.Task[None] | None = None
     _owns_sandbox: bool = False
+    _sandbox_address: tuple[str, str] | None = None
     _sandbox_watch: asyncio.Task[None] | None = None
 
     def launch_sandbox(self) -> None:
@@ -125,13 +129,14 @@ class Runtime:
             from svc_console.config.ledger_url import ledger_url
 
             url = ledger_url(self.paths)
-        self.ledger = Ledger(self.paths.ledger(sandbox=self.service is None), url=url)
+        self.ledger = Ledger(self.ledger_path, url=url)
         try:
             self.market = self._connect()
             options = dict(self.broker_options)
             if "policy" not in options:  # tests may bring their own engine
-                options["policy"] = self._start_policy(options.get("clock", time.time))
+                options["policy"] = self._start_policy(self.clock)
             self.broker = Broker(self.ledger, self.market, config=self.config, **options)
+            self.broker.decisions.console_operator = self.console_operator
             self.unsettled = await self.broker.start()
             for request in self.unsettled:
                 log.warning("request %s was in flight at the last stop: now unknown", request.id)
@@ -168,6 +173,7 @@ class Runtime:
         from svc_console.broker.methods import Role
         from svc_console.broker.socket_server import ApprovalSocket
         from svc_console.config.agent_registry import AgentRegistry
+        from svc_console.config.operator_accounts import OperatorAccounts
 
         assert self.broker is not None and self.market is not None
         settings = self.agent_settings or self._read_agent_settings()
@@ -175,7 +181,14 @@ class Runtime:
             from svc_console.config.operator_passphrase import OperatorPassphrase
 
             self.passphrase = OperatorPassphrase(self.paths.operator_passphrase).pin()
+        accounts = OperatorAccounts(self.paths.operator_accounts)
+        if self.operators is None:
+            self.operators = accounts.pin()
+        # Under the two-person rule, a first approval by an operator removed since counts no more.
+        self.broker.decisions.removed_operator = accounts.removed
         registry = AgentRegistry(self.paths.agent_registry)
+        # Under the two-person rule, the operator who registered the asking agent may not approve.
+        self.broker.decisions.registrant = registry.registrant
         self.access = AgentAccess(settings, registry, sandbox=self.market.sandbox)
         # What revoked agents left undecided while the console was stopped.
         await self.broker.cancel_agents(registry.revoked())
@@ -186,6 +199,7 @@ class Runtime:
             role=Role.operator,
             access=self.access,
             passphrase=self.passphrase,
+            operators=self.operators,
             home=self.paths.home,
             limits=operator_limits,
         )
@@ -224,6 +238,16 @@ class Runtime:
             return NotifySettings()
 
     @property
+    def clock(self) -> Callable[[], float]:
+        """The broker's clock (tests bring their own), readable before the broker exists."""
+        return self.broker_options.get("clock", time.time)
+
+    @property
+    def ledger_path(self) -> Path:
+        """Sandbox play never mixes with real spend: a sandbox runtime has a ledger of its own."""
+        return self.paths.ledger(sandbox=self.service is None)
+
+    @property
     def agent_warning(self) -> str | None:
         """Said wherever agents running as the operator's own user are accepted."""
         return self.access.same_user_warning() if self.access is not None else None
@@ -260,6 +284,7 @@ class Runtime:
             # queue. Only a child that never serves is worth a word, in the log.
             self._sandbox_watch = asyncio.create_task(self._watch_sandbox(), name="sandbox-ready")
         state = self.sandbox.state
+        self._sandbox_address = base_url, state.api_key
         return Marketplace.connect(
             base_url=base_url,
             wallet_api_base=base_url,
@@ -282,6 +307,10 @@ class Runtime:
         the embedded sandbox when none is."""
         if self.service is not None:
             return self.service.base_url, self.service.api_key
+        if self._sandbox_address is not None:
+            # Where the clients were pointed at the start: a sandbox stopped since is then an
+            # unreachable service, as a real one would be.
+            return self._sandbox_address
         if self.sandbox is None:
             raise RuntimeError("the console is not started")
         return self.sandbox.base_url, self.sandbox.state.api_key
@@ -310,15 +339,26 @@ class Runtime:
             return await sync_from(account, self.ledger)
 
     async def sync_catalogue(self, progress: Progress | None = None) -> SyncReport:
-        """Refill the ledger's catalogue cache from the service."""
+        """Refill the ledger's catalogue cache from the service, on a loop and a client of its
+        own: its requests never wait behind the broker's, nor the broker's and the TUI's behind
+        them. `progress` is called from that loop's thread."""
+        from svc_console.core.apart import on_a_loop_of_its_own
+        from svc_console.market.rest import MarketClient
         from svc_console.services.catalogue_sync import sync_catalogue
 
         if self.market is None or self.ledger is None:
             raise RuntimeError("the console is not started")
-        clock = self.broker.clock if self.broker is not None else time.time
-        return await sync_catalogue(
-            self.market.rest, self.ledger.path, now=clock(), progress=progress
-        )
+        base_url, api_key = self.service_address()
+        ledger, now = self.ledger.path, self.clock()
+
+        async def sync() -> SyncReport:
+            rest = MarketClient(base_url, api_key)
+            try:
+                return await sync_catalogue(rest, ledger, now=now, progress=progress)
+            finally:
+                await rest.aclose()
+
+        return await on_a_loop_of_its_own(sync, "catalogue-sync")
 
     def _account_wallet_key(self) -> str | None:
         """The EVM key of the account wallet that the first login saved, if there is one."""

@@ -7,7 +7,7 @@ import itertools
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +102,23 @@ def make_runtime(
         )
 
     return build
+
+
+@pytest.fixture
+async def keep_started() -> AsyncIterator[Callable[[Runtime], Awaitable[Runtime]]]:
+    """Start a runtime for a test (`await keep_started(runtime)`); whatever the test leaves
+    running is stopped after it."""
+    started: list[Runtime] = []
+
+    async def start(runtime: Runtime) -> Runtime:
+        await runtime.start()
+        started.append(runtime)
+        return runtime
+
+    yield start
+    for runtime in started:
+        if runtime.broker is not None:
+            await runtime.stop()
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from svc_console.broker.grants import OperatorGrants, check_total, parse_lasting
 from svc_console.broker.intake import Intake
 from svc_console.broker.params import ApproveParams, DenyParams, SubmitParams
 from svc_console.broker.pauses import AgentPauses
+from svc_console.core import states
 from svc_console.core.models import SpendRequest, Submitter
 from svc_console.core.money import format_usdc
 from svc_console.core.states import CANCELLABLE, FINAL, IllegalTransition, State
@@ -38,8 +39,6 @@ from svc_console.policy import ManualReview, PolicyEngine
 log = logging.getLogger(__name__)
 
 Listener = Callable[[SpendRequest], None]
-LIVE_FOR_OPERATOR = (State.pending,)
-HISTORY = (*FINAL, State.approved, State.auto_approved, State.executing, State.awaiting_funds)
 
 
 # What a request is: the same idempotency key must come with the same of each (as Stripe does).
@@ -232,10 +231,10 @@ class Broker:
     # -- operators ----------------------------------------------------------------------------
 
     def pending(self, limit: int = 500) -> list[SpendRequest]:
-        return self.ledger.in_states(LIVE_FOR_OPERATOR, limit=limit)
+        return self.ledger.in_states(states.LIVE_FOR_OPERATOR, limit=limit)
 
     def history(self, limit: int = 200) -> list[SpendRequest]:
-        return self.ledger.in_states(HISTORY, limit=limit, newest_first=True)
+        return self.ledger.in_states(states.HISTORY, limit=limit, newest_first=True)
 
     def budgets_for(self, request: SpendRequest) -> list[Any]:
         """The budgets a request draws on, now and after approving it (policy/budget_view.py);
@@ -252,12 +251,15 @@ class Broker:
     async def approve(self, params: ApproveParams, decider: Decider | None = None) -> SpendRequest:
         """The operator's approval; `decider` is who gives it (default: this process, the TUI)."""
         request = self._pending(params.request_id)
-        decider = decider or Decider.this_process()
+        decider = decider or Decider.this_process(self.decisions.console_operator)
         lasting = _lasting(params.grant_for)
         if lasting is not None:
             assert request.estimate is not None
             check_total(params.grant_total, approval_ceiling(request, request.estimate))
         decision = self.decisions.approve(request, params, decider)
+        if decision is None:  # a first approval under the two-person rule: still pending
+            self._changed(request.id)
+            return self.get(request.id)
         if lasting is not None:
             self.grants.make(
                 request, decision, lasting=lasting, total=params.grant_total, decider=decider
@@ -268,7 +270,7 @@ class Broker:
 
     async def deny(self, params: DenyParams, decider: Decider | None = None) -> SpendRequest:
         request = self._pending(params.request_id)
-        decider = decider or Decider.this_process()
+        decider = decider or Decider.this_process(self.decisions.console_operator)
         lasting = _lasting(params.grant_for)
         decision = self.decisions.deny(request, params, decider)
         if lasting is not None:

@@ -36,6 +36,10 @@ TRANSITIONS: dict[State, frozenset[State]] = {
 FINAL: frozenset[State] = frozenset(
     {S.rejected, S.denied, S.succeeded, S.failed, S.expired, S.cancelled, S.unknown}
 )
+# What the operator's two lists show: the requests that wait for them, and every other one that
+# has been decided (by them or a rule) or has ended.
+LIVE_FOR_OPERATOR = (S.pending,)
+HISTORY = (*FINAL, S.approved, S.auto_approved, S.executing, S.awaiting_funds)
 # States in which no money can have moved yet, so an agent may still cancel.
 CANCELLABLE: frozenset[State] = frozenset({S.received, S.inspecting, S.pending, S.awaiting_funds})
 

@@ -11,7 +11,9 @@ beside it, outside the database whoever can write the rows can reach (`audit_cha
 the rows are in PostgreSQL, and the file at `path` holds only the market catalogue's cache (made
 by its first sync, `catalogue_store`), which is SQLite's full-text search.
 
-What the engines do differently is here (the lock, the snapshot, a table's existence), in
+Each engine's module is imported when a ledger of it is opened (`sqlite_db`, `pg`): the first
+frame's reads of the ledger file need neither sqlite-utils nor psycopg. What the engines do
+differently is here (the lock, the snapshot, a table's existence), in
 `pg_dialect` (SQL spellings, SQLite's JSON functions) and in `pg` (the PostgreSQL connection).
 """
 
@@ -24,8 +26,6 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
-
-import sqlite_utils
 
 
 class Database(Protocol):
@@ -55,36 +55,13 @@ class Database(Protocol):
     def table_names(self) -> list[str]: ...
 
 
-class SqliteDatabase(sqlite_utils.Database):
-    """The SQLite ledger: sqlite-utils' database, with the engine's few differences."""
-
-    dialect = "sqlite"
-
-    def schema_version(self) -> int:
-        return int(self.execute("PRAGMA user_version").fetchone()[0])
-
-    def set_schema_version(self, version: int) -> None:
-        self.execute(f"PRAGMA user_version = {int(version)}")
-
-    def prepare_schema(self) -> None:
-        """Nothing to prepare: the JSON functions are SQLite's own, and the writer holds the
-        file's lock already."""
-
-    def finish_schema(self) -> None:
-        """Nothing: every index SQLite needs is made by the migrations themselves."""
-
-    def column_names(self, table: str) -> list[str]:
-        return [row[1] for row in self.execute(f'PRAGMA table_info("{table}")').fetchall()]
-
-    def has_table(self, table: str) -> bool:
-        return bool(self.column_names(table))
-
-
 def of(db: Any) -> Database:
     """`db` as a `Database`: a plain sqlite-utils database (a migration step run on its own, as
     the tests of old ledgers do) gains the engine's methods over the same connection."""
     if hasattr(db, "column_names"):
         return db
+    from svc_console.ledger.sqlite_db import SqliteDatabase
+
     return SqliteDatabase(db.conn)
 
 
@@ -92,33 +69,13 @@ class LedgerLocked(Exception):
     """Another broker already holds this ledger."""
 
 
-def is_url(url: str | None) -> bool:
-    return bool(url) and str(url).startswith(("postgresql://", "postgres://"))
-
-
-def open_sqlite(path: Path) -> SqliteDatabase:
-    """The ledger file, made owner-only if it is new."""
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-    db = SqliteDatabase(sqlite3.connect(path, check_same_thread=False))
-    try:
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA foreign_keys=ON")
-        db.execute("PRAGMA busy_timeout=5000")
-        # Room for the indexes' upper pages of a ledger of millions of rows (SQLite's default
-        # is 2 MB), so a request's inserts do not read them back from the file each time.
-        db.execute("PRAGMA cache_size=-32768")
-    except BaseException:
-        db.close()
-        raise
-    return db
-
-
 def open_database(path: Path, url: str | None) -> Database:
     if url:
         from svc_console.ledger.pg import Database as PgDatabase
 
         return PgDatabase(url)
+    from svc_console.ledger.sqlite_db import open_sqlite
+
     return open_sqlite(path)
 
 

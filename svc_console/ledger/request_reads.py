@@ -7,21 +7,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from svc_console.core.models import Decision, SpendRequest
 from svc_console.core.money import from_atomic
 from svc_console.core.states import FINAL, State
-from svc_console.ledger.engine import Database
 from svc_console.ledger.request_windows import RequestQuery
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from svc_console.ledger.engine import Database
 
 JSON_COLUMNS = ("inputs", "endpoint", "estimate", "risk", "verdict", "submitter")
 
 
 class RequestReads:
-    """The reads of `Ledger`, over its connection."""
+    """The reads of `Ledger`, over its connection (sqlite-utils' or a plain read-only one)."""
 
-    db: Database
+    db: Database | sqlite3.Connection
 
     def get(self, request_id: str) -> SpendRequest | None:
         row = self.db.execute("SELECT * FROM requests WHERE id = ?", [request_id]).fetchone()
@@ -176,7 +180,10 @@ class RequestReads:
     def _columns(self, table: str) -> list[str]:
         cache = self.__dict__.setdefault("_column_cache", {})
         if table not in cache:
-            cache[table] = self.db.column_names(table)
+            # The names as a query returns them: one question for every connection this reads
+            # through (the ledger's on either engine, or a plain read-only one).
+            cursor = self.db.execute(f'SELECT * FROM "{table}" LIMIT 0')
+            cache[table] = [column[0] for column in cursor.description]
         return cache[table]
 
     def _hydrate(self, row: dict[str, Any]) -> SpendRequest:
@@ -196,3 +203,11 @@ class RequestReads:
         ).fetchone()
         row["outcome"] = json.loads(outcome[0]) if outcome else None
         return SpendRequest.model_validate(row)
+
+
+class RequestView(RequestReads):
+    """The same reads through a read-only connection of the caller's (`readers.open_reader`):
+    what the console shows from the ledger before its broker has opened it for writing."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.db = conn

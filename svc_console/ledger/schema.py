@@ -318,6 +318,15 @@ def _v8(db: Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS grants_open ON grants(id) WHERE ended_at IS NULL")
 
 
+def _v9(db: Database) -> None:
+    """The two-person rule: a first operator approval is an event of its own, read back by
+    request. Indexed only for that kind, so the chain's other events cost nothing more."""
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS events_operator_approvals ON events(request_id, seq)"
+        " WHERE type = 'operator_approval'"
+    )
+
+
 def _step(step: Callable[[Database], None]) -> Callable[[Any], None]:
     """A step that takes any SQLite database as well as an engine's (`engine.of`)."""
 
@@ -328,7 +337,7 @@ def _step(step: Callable[[Database], None]) -> Callable[[Any], None]:
     return run
 
 
-MIGRATIONS = [_step(step) for step in (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8)]
+MIGRATIONS = [_step(step) for step in (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9)]
 
 
 def migrate(db: Any) -> None:

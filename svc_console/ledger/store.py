@@ -33,6 +33,10 @@ from svc_console.ledger.schema import migrate
 _RELEASES = frozenset({State.failed, State.denied, State.expired, State.cancelled, State.repriced})
 
 
+# Raised when another broker holds the ledger (`engine.WriterLock`); importable from here as ever.
+LedgerLocked = engine.LedgerLocked
+
+
 class PastLifetime(Exception):
     """An operator's decision that came after the request's lifetime ran out."""
 

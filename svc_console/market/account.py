@@ -113,7 +113,7 @@ def _parse(response: httpx.Response, build: Callable[[Any], T]) -> T:
         ) from None
 
 
-class AccountClient:
+class AccountClient(http.LazyClient):
     """`base_url` is the service; `api_key` (an sk_live_ key or an account:read token) is needed
     only for wallets, usage and policies."""
 
@@ -126,18 +126,14 @@ class AccountClient:
         timeout_s: float = 15.0,
     ):
         self._api_key = SecretStr(_secret(api_key) or "")
-        self._client = httpx.AsyncClient(
-            verify=http.tls(),
-            base_url=base_url,
-            timeout=http.timeout(timeout_s),
-            transport=transport,
-        )
+        self._options = {
+            "base_url": base_url,
+            "timeout": http.timeout(timeout_s),
+            "transport": transport,
+        }
 
     def __repr__(self) -> str:
-        return f"AccountClient({str(self._client.base_url)!r})"
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
+        return f"AccountClient({str(self._options['base_url'])!r})"
 
     async def __aenter__(self) -> AccountClient:
         return self

@@ -45,6 +45,23 @@ def tls() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+class LazyClient:
+    """A client of the marketplace whose httpx client is made at its first request: the first
+    one imports httpcore's transports and builds the TLS context (about a tenth of a second),
+    which a console starting up does not need yet. `_options` are httpx.AsyncClient's."""
+
+    _options: dict[str, Any]
+
+    @functools.cached_property
+    def _client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(verify=tls(), **self._options)
+
+    async def aclose(self) -> None:
+        client = self.__dict__.pop("_client", None)
+        if client is not None:
+            await client.aclose()
+
+
 def timeout(total_s: float = 30.0) -> httpx.Timeout:
     return httpx.Timeout(total_s, connect=5.0)
 

@@ -232,7 +232,7 @@ def _sse_messages(text: str) -> list[Any]:
     return messages
 
 
-class McpClient:
+class McpClient(http.LazyClient):
     """`url` is the MCP endpoint (`mcpServerUrl`, e.g. `<base_url>/api/mcp`); `credential` an
     sk_live_ key or an OAuth access token with scope mcp:tools (None for the auth tools only)."""
 
@@ -247,21 +247,17 @@ class McpClient:
         self.url = url
         secret = credential.get_secret_value() if isinstance(credential, SecretStr) else credential
         self._credential = SecretStr(secret or "")
-        self._client = httpx.AsyncClient(
-            verify=http.tls(),
-            timeout=http.timeout(timeout_s),
-            limits=http.limits(),
-            transport=transport,
-        )
+        self._options = {
+            "timeout": http.timeout(timeout_s),
+            "limits": http.limits(),
+            "transport": transport,
+        }
         self._ids = itertools.count(1)
         self._session_id: str | None = None
         self.protocol_version: str | None = None
 
     def __repr__(self) -> str:
         return f"McpClient({self.url!r})"
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
 
     async def __aenter__(self) -> McpClient:
         return self

@@ -25,20 +25,16 @@ from svc_console.core.money import format_usdc
 from svc_console.market import http
 
 
-class MarketClient:
+class MarketClient(http.LazyClient):
     def __init__(
         self, base_url: str, api_key: str, *, transport: httpx.AsyncBaseTransport | None = None
     ):
-        self._client = httpx.AsyncClient(
-            verify=http.tls(),
-            base_url=base_url,
-            headers={"Authorization": f"Bearer {api_key}"},
-            timeout=http.timeout(15.0),
-            transport=transport,
-        )
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
+        self._options = {
+            "base_url": base_url,
+            "headers": {"Authorization": f"Bearer {api_key}"},
+            "timeout": http.timeout(15.0),
+            "transport": transport,
+        }
 
     async def endpoint(self, endpoint_id: str) -> EndpointRecord:
         response = await http.send(self._client, "GET", f"/api/endpoints/{_segment(endpoint_id)}")

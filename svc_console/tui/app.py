@@ -26,6 +26,7 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.notifications import Notifications, SeverityLevel
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Static
 from textual.widgets._toast import ToastRack
 from textual.worker import Worker, WorkerState
@@ -89,6 +90,7 @@ class ConsoleApp(App[None]):
         self.cursor_blink = cursor_blink
         self._started = False
         self._starting: asyncio.Task[None] | None = None
+        self._preview: Widget | None = None  # the first frame, until the screens take over
         # Notifications asked for while a dialog was open, shown once it closes.
         self._held: list[tuple[str, str, SeverityLevel, float | None, bool]] = []
         home = runtime.paths.home
@@ -214,6 +216,10 @@ class ConsoleApp(App[None]):
         self._starting = asyncio.create_task(self._start())
 
     async def _start(self) -> None:
+        try:
+            await self._show_queue_preview()
+        except Exception:  # a preview is never worth a console that does not start
+            log.exception("the first frame could not be drawn")
         self._screen_problems = navigation.discover([navigation.HOME])
         self._bind_screen_keys()
         self.refresh_bindings()
@@ -238,6 +244,26 @@ class ConsoleApp(App[None]):
             return
         await self._open()
 
+    async def _show_queue_preview(self) -> None:
+        """The pending requests as the ledger holds them, on the terminal before the broker's
+        import and start (most of the start-up): the placeholder gives way to them. Not while
+        the console is locked: its queue is for the operator who unlocks it."""
+        from svc_console.config.operator_passphrase import OperatorPassphrase
+
+        passphrase = self.runtime.passphrase
+        if passphrase is None:
+            passphrase = OperatorPassphrase(self.runtime.paths.operator_passphrase)
+        if passphrase.is_set():
+            return
+        from svc_console.tui.approvals.first_frame import QueuePreview
+
+        self._preview = QueuePreview(self.runtime)
+        await self.query_one("#starting").remove()
+        await self.screen.mount(self._preview)
+        painted = asyncio.get_running_loop().create_future()
+        self.call_after_refresh(painted.set_result, None)
+        await painted
+
     async def _unlock_answered(self, unlocked: bool | None) -> None:
         if unlocked:
             await self._open()
@@ -246,6 +272,8 @@ class ConsoleApp(App[None]):
 
     async def _open(self) -> None:
         """The screens, once the runtime runs (and the operator unlocked it, where asked)."""
+        if self._exit:  # quit while starting: no screen is opened into the app's shutdown
+            return
         screens = navigation.entries()
         if not screens:  # the home screen did not load: any other is better than none
             self._screen_problems += navigation.discover(skip=[navigation.HOME])
@@ -258,6 +286,9 @@ class ConsoleApp(App[None]):
             return
         home = navigation.HOME if navigation.HOME in self._modes else screens[0].name
         await self.switch_mode(home)
+        if self._preview is not None:  # hidden with the default screen: its work is done
+            await self._preview.remove()
+            self._preview = None
         self._report_problems()
         self._report_unsettled()
         # Once the home screen is drawn: importing the others takes a few hundred milliseconds.
@@ -271,6 +302,8 @@ class ConsoleApp(App[None]):
             )
 
     def _open_other_screens(self) -> None:
+        if self._exit:
+            return
         problems = navigation.discover(skip=[navigation.HOME])
         for entry in navigation.entries():
             if entry.name not in self._modes:

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from svc_console.broker.service import HISTORY, LIVE_FOR_OPERATOR
-from svc_console.core.states import State
+from svc_console.core.states import HISTORY, LIVE_FOR_OPERATOR, State
 from svc_console.ledger.request_windows import RequestQuery, RiskLevel, states
 
 PAGE_SIZE = 50

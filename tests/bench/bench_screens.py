@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import harness
-from bench_startup import COLUMNS, CONSOLE_MARKER, ROWS, SVC_CONSOLE, visible_text
+from bench_startup import COLUMNS, READY_MARKER, ROWS, SVC_CONSOLE, visible_text
 from harness import Baseline, BenchResult, Figures, Target
 
 TARGET = Target({"median": 100.0})
@@ -97,7 +97,7 @@ def run(runs: int) -> list[BenchResult]:
     after: dict[str, list[float]] = {name: [] for name in SCREENS.values()}
     home: list[float] = []
     try:
-        terminal.wait_for(CONSOLE_MARKER)
+        terminal.wait_for(READY_MARKER)
         time.sleep(2.0)  # the start-up's background work done
         for key, name in SCREENS.items():
             first[name] = terminal.switch(key, name)

@@ -2,9 +2,11 @@
 to its first frames on a terminal.
 
 The TUI runs on a real pseudo-terminal (120x40), as an operator would start it: `svc-console` with
-no service configured, so against the embedded sandbox, in a fresh SVC_CONSOLE_HOME. Two moments
-are timed from spawn: the first frame with text on it (whatever the app paints first), and the
-first frame of the console itself (the approvals screen, recognised by its SANDBOX banner).
+no service configured, so against the embedded sandbox, in a fresh SVC_CONSOLE_HOME holding a
+ledger with 10,000 pending requests. Three moments are timed from spawn: the first frame with text
+on it (whatever the app paints first), the approvals screen with its rows (the SANDBOX banner and
+the queue's agents, drawn from the ledger while the broker starts), and the console ready to
+decide (the full screen, recognised by its footer's keys).
 
 Baselines: `python -c pass` for `--help`; `python -c "import textual"` for the TUI.
 """
@@ -27,16 +29,24 @@ import termios
 import time
 from pathlib import Path
 
+import data
 import harness
 from harness import Baseline, BenchResult, Figures, Target
 
 SVC_CONSOLE = str(Path(sys.executable).with_name("svc-console"))
 HELP_TARGET = Target({"median": 150.0})
 QUIT_TARGET = Target({"median": 300.0})
+SERVE_STOP_TARGET = Target({"median": 1000.0})
+PAINT_TARGET = Target({"median": 300.0})
 FRAME_TARGET = Target({"median": 600.0})
+# Nothing asked of it beyond the screen with its rows; bounded so that a regression shows.
+READY_TARGET = Target({"median": 1500.0})
 ROWS, COLUMNS = 40, 120
-# What the console's own first frame shows: the banner the approvals screen docks (sandbox).
+# What the approvals screen's first frame shows: the banner it docks (sandbox) and its queue.
 CONSOLE_MARKER = "SANDBOX"
+QUEUE_MARKER = re.compile("|".join(data.AGENTS))
+# What only the console ready to decide shows: the footer's first key.
+READY_MARKER = "Approve"
 FRAME_TIMEOUT_S = 30.0
 _ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
@@ -56,10 +66,11 @@ def _wall(argv: list[str], runs: int) -> list[float]:
     return samples[1:]
 
 
-def first_frames() -> tuple[float, float, float]:
-    """Milliseconds from spawn to the first painted text, and to the console's first frame; then
-    from `q` to the process giving the terminal back (its exit)."""
+def first_frames(ledger: Path) -> tuple[float, float, float, float]:
+    """Milliseconds from spawn to the first painted text, to the approvals screen with its rows,
+    and to the console ready to decide; then from `q` to the process giving the terminal back."""
     home = Path(tempfile.mkdtemp(prefix="svc-tui-"))
+    data.copy_ledger(ledger, home)
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
     env = harness.bench_env(SVC_CONSOLE_HOME=str(home), TERM="xterm-256color")
@@ -70,16 +81,16 @@ def first_frames() -> tuple[float, float, float]:
     )
     os.close(slave)
     output = b""
-    painted = console = None
+    painted = rows = ready = None
     try:
         deadline = time.monotonic() + FRAME_TIMEOUT_S
-        while console is None:
+        while ready is None:
             if time.monotonic() > deadline or process.poll() is not None:
                 raise RuntimeError(
-                    f"the TUI showed no {CONSOLE_MARKER!r} frame: {visible_text(output)[-600:]!r}"
+                    f"the TUI showed no {READY_MARKER!r} frame: {visible_text(output)[-600:]!r}"
                 )
-            ready, _, _ = select.select([master], [], [], 0.05)
-            if not ready:
+            ready_fds, _, _ = select.select([master], [], [], 0.05)
+            if not ready_fds:
                 continue
             try:
                 output += os.read(master, 1 << 16)
@@ -89,8 +100,10 @@ def first_frames() -> tuple[float, float, float]:
             text = visible_text(output)
             if painted is None and len(text.strip()) >= 10:
                 painted = now
-            if CONSOLE_MARKER in text:
-                console = now
+            if rows is None and CONSOLE_MARKER in text and QUEUE_MARKER.search(text):
+                rows = now
+            if rows is not None and READY_MARKER in text:
+                ready = now
         quit_ms = _quit(process, master)
     finally:
         with contextlib.suppress(ProcessLookupError):
@@ -102,8 +115,8 @@ def first_frames() -> tuple[float, float, float]:
             process.wait()
         os.close(master)
         shutil.rmtree(home, ignore_errors=True)
-    assert painted is not None
-    return (painted - start) / 1e6, (console - start) / 1e6, quit_ms
+    assert painted is not None and rows is not None and ready is not None
+    return (painted - start) / 1e6, (rows - start) / 1e6, (ready - start) / 1e6, quit_ms
 
 
 def _quit(process: subprocess.Popen[bytes], master: int) -> float:
@@ -120,6 +133,34 @@ def _quit(process: subprocess.Popen[bytes], master: int) -> float:
             with contextlib.suppress(OSError):
                 os.read(master, 1 << 16)
     return (time.perf_counter_ns() - start) / 1e6
+
+
+def serve_stop() -> tuple[float, str]:
+    """`svc-console serve` in a fresh home, ready (its banner printed), then SIGTERM: the
+    milliseconds to its exit, and the last line it printed."""
+    home = Path(tempfile.mkdtemp(prefix="svc-serve-"))
+    env = harness.bench_env(SVC_CONSOLE_HOME=str(home))
+    process = subprocess.Popen(
+        [SVC_CONSOLE, "serve"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:  # up to its last banner line: the sockets are open
+            if b"operator socket" in line:
+                break
+        else:
+            raise RuntimeError("serve exited before it was ready")
+        start = time.perf_counter_ns()
+        process.send_signal(signal.SIGTERM)
+        rest = process.stdout.read()
+        process.wait(FRAME_TIMEOUT_S)
+        stopped_ms = (time.perf_counter_ns() - start) / 1e6
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        shutil.rmtree(home, ignore_errors=True)
+    return stopped_ms, rest.decode(errors="replace").strip().splitlines()[-1]
 
 
 def profile_child(prefix: str) -> None:
@@ -180,32 +221,58 @@ def run(runs: int) -> list[BenchResult]:
         'python -c "import textual"', Figures.of(_wall([python, "-c", "import textual"], runs))
     )
     helps = _wall([SVC_CONSOLE, "--help"], runs)
-    first_frames()  # warms the file cache, as the other measures' first run does
-    frames = [first_frames() for _ in range(runs)]
+    ledger = data.pending_ledger()
+    first_frames(ledger)  # warms the file cache, as the other measures' first run does
+    frames = [first_frames(ledger) for _ in range(runs)]
+    stops = [serve_stop() for _ in range(runs)]
+    terminal = {"terminal": f"pty {COLUMNS}x{ROWS}", "pending": data.PENDING_COUNT}
     return [
         BenchResult("start-up: svc-console --help", "ms", Figures.of(helps), HELP_TARGET, bare),
         BenchResult(
-            "start-up: TUI first frame (approvals screen)",
-            "ms",
-            Figures.of([console for _, console, _ in frames]),
-            FRAME_TARGET,
-            textual,
-            context={"terminal": f"pty {COLUMNS}x{ROWS}", "marker": CONSOLE_MARKER},
-            note="spawn to the approvals screen's first frame on a pty, embedded sandbox",
-        ),
-        BenchResult(
             "start-up: TUI first paint (any text)",
             "ms",
-            Figures.of([painted for painted, _, _ in frames]),
+            Figures.of([frame[0] for frame in frames]),
+            PAINT_TARGET,
+            textual,
+            context=terminal,
+            note="spawn to the first frame with text (the placeholder shown while starting)",
+        ),
+        BenchResult(
+            "start-up: TUI approvals screen with its rows",
+            "ms",
+            Figures.of([frame[1] for frame in frames]),
             FRAME_TARGET,
             textual,
-            context={"terminal": f"pty {COLUMNS}x{ROWS}"},
-            note="spawn to the first frame with text (the placeholder shown while starting)",
+            context={**terminal, "markers": f"{CONSOLE_MARKER} and an agent's name"},
+            note="spawn to the pending list's first page on a pty, read from the ledger while "
+            "the broker starts; embedded sandbox",
+        ),
+        BenchResult(
+            "start-up: TUI ready to decide",
+            "ms",
+            Figures.of([frame[2] for frame in frames]),
+            READY_TARGET,
+            textual,
+            context={**terminal, "marker": READY_MARKER},
+            note="spawn to the full approvals screen (broker, sandbox and sockets up)",
+        ),
+        BenchResult(
+            "stop: SIGTERM to `svc-console serve`'s exit",
+            "ms",
+            Figures.of([ms for ms, _ in stops]),
+            SERVE_STOP_TARGET,
+            conditions={
+                "one line said what it left": all(
+                    line.startswith("svc-console: stopped;") for _, line in stops
+                )
+            },
+            context={"last line": stops[-1][1]},
+            note="a ready serve, embedded sandbox, fresh home",
         ),
         BenchResult(
             "quit: q to the terminal given back",
             "ms",
-            Figures.of([quit_ms for _, _, quit_ms in frames]),
+            Figures.of([frame[3] for frame in frames]),
             QUIT_TARGET,
             context={"terminal": f"pty {COLUMNS}x{ROWS}"},
             note="q on the approvals screen, a second after start, to the process's exit",

@@ -1,0 +1,53 @@
+"""The SQLite engine of the ledger (`engine`): sqlite-utils' database with the few methods the
+engines answer differently, and the ledger file opened as the writer wants it."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import sqlite_utils
+
+
+class SqliteDatabase(sqlite_utils.Database):
+    """The SQLite ledger: sqlite-utils' database, with the engine's few differences."""
+
+    dialect = "sqlite"
+
+    def schema_version(self) -> int:
+        return int(self.execute("PRAGMA user_version").fetchone()[0])
+
+    def set_schema_version(self, version: int) -> None:
+        self.execute(f"PRAGMA user_version = {int(version)}")
+
+    def prepare_schema(self) -> None:
+        """Nothing to prepare: the JSON functions are SQLite's own, and the writer holds the
+        file's lock already."""
+
+    def finish_schema(self) -> None:
+        """Nothing: every index SQLite needs is made by the migrations themselves."""
+
+    def column_names(self, table: str) -> list[str]:
+        return [row[1] for row in self.execute(f'PRAGMA table_info("{table}")').fetchall()]
+
+    def has_table(self, table: str) -> bool:
+        return bool(self.column_names(table))
+
+
+def open_sqlite(path: Path) -> SqliteDatabase:
+    """The ledger file, made owner-only if it is new."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    db = SqliteDatabase(sqlite3.connect(path, check_same_thread=False))
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        db.execute("PRAGMA busy_timeout=5000")
+        # Room for the indexes' upper pages of a ledger of millions of rows (SQLite's default
+        # is 2 MB), so a request's inserts do not read them back from the file each time.
+        db.execute("PRAGMA cache_size=-32768")
+    except BaseException:
+        db.close()
+        raise
+    return db

@@ -238,12 +238,16 @@ async def test_resuming_an_agent_resumed_meanwhile_is_a_notification(
         await started(pilot)
         pause(app, "flaky-bot")
         await until(pilot, lambda: shown_paused(app) == ["flaky-bot"])
-        # Resumed behind the screen's back, between two ticks.
+        # Resumed behind the screen's back, between two ticks: the screen's clock is held, or
+        # its next tick could read the pauses again before the key arrives.
+        clock = next(t for t in app.screen._timers if t.name == "approvals-clock")
+        clock.pause()
         app.runtime.broker.pauses.resume("flaky-bot", _elsewhere())
         await pilot.press("R")
         await until(pilot, lambda: "Could not resume" in screen_text(app))
         assert "agent flaky-bot is not paused" in notices(app)
         await until(pilot, lambda: shown_paused(app) == [])
+        clock.resume()
         assert app.is_running and app.return_code is None
 
 

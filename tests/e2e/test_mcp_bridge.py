@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -243,6 +245,7 @@ async def test_the_same_over_streamable_http_with_the_agents_token(runtime, tmp_
         env={**bridge_env(runtime, SVC_AGENT_TOKEN=token), "PATH": "/usr/bin:/bin"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        start_new_session=True,  # the wrapper and the bridge it runs, stopped together
     )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
@@ -270,7 +273,8 @@ async def test_the_same_over_streamable_http_with_the_agents_token(runtime, tmp_
         async with httpx2.AsyncClient(headers={"Authorization": "Bearer wrong"}) as other:
             assert (await other.post(url, json={})).status_code == 401
     finally:
-        server.terminate()
+        # The wrapper alone would leave the bridge running, a child of nobody, serving on.
+        os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=20)
 
 

@@ -2,7 +2,8 @@
 served on, and who a caller is.
 
 The agents' socket serves `console.hello` and `spend.*`; the operator socket serves
-`console.hello`, `approvals.*`, `wallet.fund_*` (funding a request that waits for funds, through
+`console.hello`, `approvals.*` (`approvals.follow`: the queue's changes pushed, `broker.follow`),
+`wallet.fund_*` (funding a request that waits for funds, through
 to its single retry: `broker.funding`), `agents.sync` and the paused agents (`agents.paused`,
 `agents.resume`) and grants (`grants.list`, `grants.revoke`). A method asked of the wrong socket is
 refused, never served: an agent cannot reach an operator method whatever it says. On the agents'
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,6 +27,7 @@ from svc_console import __version__
 from svc_console.broker import errors, jsonrpc
 from svc_console.broker.agent_access import AgentAccess, Identity
 from svc_console.broker.deciders import Decider, Peer, submitter_of
+from svc_console.broker.follow import Subscription, threshold_text
 from svc_console.broker.funding import Funding
 from svc_console.broker.limits import Limits
 from svc_console.broker.params import (
@@ -66,6 +69,10 @@ class Caller(Protocol):
     identity: Identity | None  # on the agents' socket, once bound
     client: str | None  # what the client said it is, in hello (a hint, never a credential)
     waits: int  # spend.wait calls under way
+    subscription: Subscription | None  # on the operator socket, once following the queue
+
+    async def push(self, message: dict[str, Any]) -> None: ...  # a notification, unasked
+    def cut_off(self) -> None: ...  # end the connection now (a follower fallen too far behind)
 
 
 class Passphrase(Protocol):
@@ -241,6 +248,28 @@ class Methods:
         chosen = self.broker.pending if listing.view == "pending" else self.broker.history
         return [public(r) for r in chosen(listing.limit)]
 
+    async def follow(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """From now on, a notification for every change to a request (`broker.follow`); what
+        an attached console needs to decide as the broker would ask it to."""
+        if caller.subscription is None:
+            caller.subscription = Subscription(
+                self.broker, caller.push, caller.cut_off, buffer=self.limits.follow_buffer
+            )
+            caller.subscription.start()
+        return {
+            "following": True,
+            "buffer": self.limits.follow_buffer,
+            "confirm_above_usdc": threshold_text(self.broker),
+            "passphrase_required": self._passphrase_set(),
+        }
+
+    async def budgets(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """The budgets a pending request draws on, now and after approving it, as the TUI's
+        detail shows them."""
+        request_id = RequestParams.model_validate(params).request_id
+        lines = self.broker.budgets_for(self.broker.get(request_id))
+        return [dataclasses.asdict(line) for line in lines]
+
     async def approve(self, caller: Caller, params: dict[str, Any]) -> Any:
         approval = ApproveParams.model_validate(params)
         decider = Decider.on_operator_socket(caller.peer)
@@ -355,6 +384,8 @@ TABLE: dict[str, Entry] = {
     "market.read": Entry(Methods.read, AGENTS),
     "market.job": Entry(Methods.job, AGENTS),
     "approvals.list": Entry(Methods.list_approvals, OPERATOR),
+    "approvals.follow": Entry(Methods.follow, OPERATOR),
+    "approvals.budgets": Entry(Methods.budgets, OPERATOR),
     "approvals.approve": Entry(Methods.approve, OPERATOR),
     "approvals.deny": Entry(Methods.deny, OPERATOR),
     "approvals.approve_many": Entry(Methods.approve_many, OPERATOR),

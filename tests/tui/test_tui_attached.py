@@ -1,0 +1,88 @@
+"""Consoles attached to a broker that runs elsewhere (here: started in process, as `serve` starts
+it), over its real operator socket and its real ledger file: two TUIs see the same queue, follow it
+live, and a decision in one leaves the other's list; the decision carries the operator socket's
+evidence; closing them leaves the broker serving."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from helpers import eventually
+from tui_support import queue, rows, screen_text, until
+
+from svc_console.agent import AsyncAgent
+from svc_console.broker.params import SubmitParams
+from svc_console.core.states import State
+from svc_console.runtime import Runtime
+from svc_console.services.attached_console import AttachedConsole, running_broker
+from svc_console.tui.app import ConsoleApp
+
+SEARCH = {"endpoint_id": "ep_websearch_basic", "purpose": "research"}  # 0.01 USDC a call
+
+
+async def submit(runtime: Runtime, query: str) -> str:
+    """A request waiting for the operator (submitted in process: no agent's process tree stands
+    behind it, so this test's process may decide it)."""
+    params = SubmitParams(agent="bot", kind="market_call", inputs={"query": query}, **SEARCH)
+    request = await runtime.broker.submit(params)
+    await eventually(lambda: runtime.broker.get(request.id).state == State.pending, timeout=30)
+    return request.id
+
+
+async def answering(runtime: Runtime) -> dict[str, Any] | None:
+    # In a thread: the broker answers from this test's own loop, which must not be blocked.
+    return await asyncio.to_thread(running_broker, runtime.paths)
+
+
+async def attached(runtime: Runtime) -> ConsoleApp:
+    hello = await answering(runtime)
+    assert hello is not None, "the broker answers on its operator socket"
+    return ConsoleApp(AttachedConsole(runtime.paths, hello), cursor_blink=False)
+
+
+def evidence(runtime: Runtime, request_id: str) -> dict[str, Any]:
+    row = runtime.ledger.db.execute(
+        "SELECT evidence FROM decisions WHERE request_id = ?", [request_id]
+    ).fetchone()
+    return json.loads(row[0])
+
+
+async def test_two_attached_consoles_share_the_queue_and_a_decision_in_one_leaves_the_other(
+    runtime,
+):
+    first_id = await submit(runtime, "heat pumps")
+    one, two = await attached(runtime), await attached(runtime)
+    async with one.run_test(size=(120, 36)) as left, two.run_test(size=(120, 36)) as right:
+        await rows(left, 1)
+        await rows(right, 1)
+        assert "attached" in screen_text(one) and "attached" in screen_text(two)
+        # A request that arrives is seen by both, pushed by the broker.
+        second_id = await submit(runtime, "solar tariffs")
+        await rows(left, 2)
+        await rows(right, 2)
+        # Approving in one: the other's list loses it, and the broker executes it.
+        await until(left, lambda: queue(one).selected_id == first_id)  # the oldest, first
+        await left.press("a")
+        await until(right, lambda: list(queue(two).requests) == [second_id])
+        await until(left, lambda: list(queue(one).requests) == [second_id])
+        await eventually(lambda: runtime.broker.get(first_id).state == State.succeeded)
+    # Decided over the operator socket, as the CLI decides: its evidence says so.
+    said = evidence(runtime, first_id)
+    assert said["channel"] == "cli" and said["pid"] is not None
+    # The consoles are closed; the broker still serves agents and operators.
+    assert await answering(runtime) is not None
+    async with AsyncAgent("bot", runtime.paths.socket) as agent:
+        ticket = await agent.submit(inputs={"query": "after"}, **SEARCH)
+    assert ticket["request_id"]
+
+
+async def test_an_attached_console_shows_what_it_cannot_serve(runtime):
+    app = await attached(runtime)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await rows(pilot, 0)
+        await until(pilot, lambda: getattr(app, "screens_open", False))
+        await pilot.press("5")
+        await until(pilot, lambda: "served by the console running the broker" in screen_text(app))
+        assert "svc-console wallet fund ID" in screen_text(app)

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from helpers import eventually
-from tui_support import queue, rows, screen_text, until
+from tui_support import queue, rows, screen_text, type_text, until
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import SubmitParams
@@ -86,3 +86,84 @@ async def test_an_attached_console_shows_what_it_cannot_serve(runtime):
         await pilot.press("5")
         await until(pilot, lambda: "served by the console running the broker" in screen_text(app))
         assert "svc-console wallet fund ID" in screen_text(app)
+
+
+PASSPHRASE = "lighthouse at dawn"
+
+
+async def test_an_attached_console_asks_the_passphrase_once_and_decides_with_it(
+    paths, make_runtime
+):
+    from svc_console.config.operator_passphrase import OperatorPassphrase
+    from svc_console.tui.unlock import UnlockScreen
+
+    OperatorPassphrase(paths.operator_passphrase).set(PASSPHRASE)
+    runtime = make_runtime()
+    await runtime.start()
+    try:
+        request_id = await submit(runtime, "heat pumps")
+        app = await attached(runtime)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, UnlockScreen))
+            await type_text(pilot, PASSPHRASE)
+            await pilot.press("enter")
+            await rows(pilot, 1)
+            await pilot.press("a")
+            await rows(pilot, 0)
+        # The broker checked the passphrase on the operator socket and let the approval through.
+        assert runtime.broker.get(request_id).state in {
+            State.approved,
+            State.executing,
+            State.succeeded,
+        }
+        assert evidence(runtime, request_id)["channel"] == "cli"
+    finally:
+        await runtime.stop()
+
+
+async def test_an_attached_console_ends_when_its_broker_stops(make_runtime):
+    runtime = make_runtime()
+    await runtime.start()
+    try:
+        app = await attached(runtime)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await rows(pilot, 0)
+            await runtime.stop()
+            await until(pilot, lambda: app.return_code == 1)
+    finally:
+        await runtime.stop()
+
+
+BUDGETS = """# SKILLS.md
+
+```policy
+budgets:
+  - name: daily allowance
+    per: agent
+    window: day
+    warn_usdc: 0.02
+    max_usdc: 0.05
+```
+"""
+
+
+async def test_an_attached_console_shows_the_budgets_the_broker_reads(paths, make_runtime):
+    from svc_console.tui.approvals.detail import RequestDetail
+
+    paths.home.mkdir(parents=True, exist_ok=True)
+    (paths.home / "SKILLS.md").write_text(BUDGETS)
+    runtime = make_runtime()
+    await runtime.start()
+    try:
+        await submit(runtime, "heat pumps")
+        app = await attached(runtime)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await rows(pilot, 1)
+            detail = app.screen.query_one(RequestDetail)
+            # Asked of the broker (approvals.budgets) once the row is shown, drawn when they come.
+            await until(pilot, lambda: "Budgets: now → after approving" in detail.text)
+            text = " ".join(detail.text.split())
+        assert "daily allowance: bot (day) SKILLS.md:5" in text
+        assert "spent 0.00 · reserved 0.00 · left 0.05 → after 0.01 of 0.05, warn 0.02" in text
+    finally:
+        await runtime.stop()

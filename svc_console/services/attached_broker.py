@@ -5,8 +5,9 @@ Reads come from the ledger file through a read-only connection of this process (
 counts, one request): the same SQL the embedded screen runs, with no round trip. Changes come from
 the operator socket's `approvals.follow` notifications, never from polling. Decisions go over the
 operator socket as the CLI's do, so they carry that socket's evidence (who, which process) and its
-passphrase rule; this object never writes the ledger. When the broker goes away, the listeners
-of `lost` are told, and every decision after that fails with a clear error.
+passphrase rule; this object never writes the ledger. A connection cut off (for falling behind)
+is made again and the screen reads the queue afresh; when the broker itself is gone, the
+listeners of `when_lost` are told, and every decision after that fails with a clear error.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ class AttachedBroker:
         self._facts: list[Callable[[], None]] = []
         self._budgets: dict[str, list[BudgetLine]] = {}
         self._asking: dict[str, asyncio.Task[None]] = {}
+        self._rejoining: asyncio.Task[None] | None = None
         self.gone = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -96,6 +98,10 @@ class AttachedBroker:
     async def attach(self) -> None:
         """Connect, follow the queue, open the ledger read-only. Following starts before the
         first read, so no change in between is missed."""
+        await self._follow()
+        self.ledger = RequestView(open_reader(self.ledger_path))
+
+    async def _follow(self) -> None:
         client = AsyncAgent(None, self.operator_socket, token="", client=CLIENT)
         client.on_notice = self._notice
         client.on_lost = self._connection_lost
@@ -105,12 +111,12 @@ class AttachedBroker:
         following = await client.call("approvals.follow", {})
         self._threshold = _decimal(following.get("confirm_above_usdc"))
         self.passphrase_required = bool(following.get("passphrase_required"))
-        self.ledger = RequestView(open_reader(self.ledger_path))
 
     async def detach(self) -> None:
         """Stop following; the broker and its sockets go on."""
-        for task in self._asking.values():
-            task.cancel()
+        for task in [*self._asking.values(), self._rejoining]:
+            if task is not None:
+                task.cancel()
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -127,7 +133,8 @@ class AttachedBroker:
         self._lost.append(callback)
 
     def when_facts(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """`callback` when facts asked of the broker (a request's budgets) have arrived."""
+        """`callback` when facts asked of the broker (a request's budgets) have arrived, or the
+        queue is followed again after the connection was lost: the screen reads afresh."""
         self._facts.append(callback)
         return lambda: self._facts.remove(callback)
 
@@ -147,8 +154,23 @@ class AttachedBroker:
                 log.exception("a listener failed")
 
     def _connection_lost(self) -> None:
-        self.gone = True
-        for callback in list(self._lost):
+        # Cut off for falling behind (the broker goes on), or the broker stopped: follow again
+        # if it still answers, and have the screen read the queue afresh; else it is gone.
+        self._client = None
+        self._rejoining = asyncio.get_running_loop().create_task(self._rejoin())
+
+    async def _rejoin(self) -> None:
+        try:
+            await self._follow()
+        except (AgentError, OSError) as exc:
+            log.info("the broker is gone: %s", exc)
+            self.gone = True
+            for callback in list(self._lost):
+                callback()
+            return
+        log.info("following the broker's queue again")
+        self._budgets.clear()
+        for callback in list(self._facts):
             callback()
 
     # -- reads --------------------------------------------------------------------------------
@@ -205,8 +227,12 @@ class AttachedBroker:
     # -- decisions, over the operator socket ----------------------------------------------------
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
-        if self._client is None or self.gone:
+        if self.gone:
             raise errors.BrokerError("the console running the broker is gone; nothing was decided")
+        if self._client is None:
+            raise errors.BrokerError(
+                "reconnecting to the console running the broker; nothing was decided, try again"
+            )
         if self.passphrase is not None:
             params = {**params, "passphrase": self.passphrase}
         try:

@@ -167,3 +167,52 @@ async def test_an_attached_console_shows_the_budgets_the_broker_reads(paths, mak
         assert "spent 0.00 · reserved 0.00 · left 0.05 → after 0.01 of 0.05, warn 0.02" in text
     finally:
         await runtime.stop()
+
+
+async def test_an_attached_console_cut_off_for_falling_behind_follows_again(runtime, caplog):
+    import dataclasses
+    import logging
+
+    caplog.set_level(logging.INFO)
+
+    from svc_console.broker.limits import Limits
+
+    ids = [await submit(runtime, f"q{n}") for n in range(5)]
+    app = await attached(runtime)
+    # Its buffer holds two changes; five approvals at once are more than it can be sent.
+    methods = runtime.operator_socket.methods
+    methods.limits = dataclasses.replace(Limits(), follow_buffer=2)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await rows(pilot, 5)
+        methods.limits = Limits()  # for its next connection
+        await runtime.broker.approve_many(ids)
+        await rows(pilot, 0)
+        # Still open, and following: a new request shows.
+        later = await submit(runtime, "later")
+        await until(pilot, lambda: list(queue(app).requests) == [later])
+        assert app.return_code is None
+    said = caplog.text
+    assert "fell 2 changes behind: cut off" in said
+    assert "following the broker's queue again" in said
+
+
+async def test_an_attached_console_asks_the_amount_typed_above_the_threshold(make_runtime):
+    from decimal import Decimal
+
+    from svc_console.tui.modals import ConfirmAmountModal
+
+    runtime = make_runtime(confirm_above_usdc=Decimal("0.005"))
+    await runtime.start()
+    try:
+        request_id = await submit(runtime, "heat pumps")
+        app = await attached(runtime)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await rows(pilot, 1)
+            await pilot.press("a")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmAmountModal))
+            await type_text(pilot, "0.01")
+            await pilot.press("enter")
+            await rows(pilot, 0)
+        assert runtime.broker.get(request_id).decision.approved
+    finally:
+        await runtime.stop()

@@ -186,7 +186,7 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
         self._unsubscribe = self.broker.subscribe(self._broker_changed)
         when_facts = getattr(self.broker, "when_facts", None)
         if when_facts is not None:  # attached: a request's budgets arrive after its row
-            self._unfacts = when_facts(lambda: self.call_later(self._show_selected))
+            self._unfacts = when_facts(lambda: self.call_later(self._read_afresh))
         self.queue.marks = self.marks
         self.reload()
         self.set_interval(TICK_S, self._tick, name="approvals-clock")
@@ -351,6 +351,11 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
             # One reload for a burst of changes: the callback runs after the queued messages.
             self._reload_scheduled = True
             self.call_later(self._flush)
+
+    def _read_afresh(self) -> None:
+        # Attached: a request's budgets came, or the queue is followed again after a cut-off.
+        self._counts_stale = True
+        self.reload()
 
     def _flush(self) -> None:
         self._reload_scheduled = False

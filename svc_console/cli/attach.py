@@ -8,12 +8,17 @@ from typing import Any
 
 
 def attached_console() -> Any:
-    """An AttachedConsole when a broker answers on this home's operator socket, else None."""
-    from svc_console.config import logs
+    """An AttachedConsole when a broker answers on this home's operator socket, else None.
+    Nothing heavier than the socket client is imported until one does."""
     from svc_console.config.paths import resolve_paths
-    from svc_console.services.attached_console import AttachedConsole, running_broker
+    from svc_console.services.broker_probe import running_broker
 
     paths = resolve_paths()
+    hello = running_broker(paths.operator_socket)
+    if hello is None:
+        return None
+    from svc_console.config import logs
+    from svc_console.services.attached_console import AttachedConsole
+
     logs.configure(paths.logs)
-    hello = running_broker(paths)
-    return AttachedConsole(paths, hello) if hello is not None else None
+    return AttachedConsole(paths, hello)

@@ -14,33 +14,18 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from svc_console.agent import Agent, AgentError
-from svc_console.services.attached_broker import CLIENT, AttachedBroker
-
+# The broker's client, the ledger's reader and the models are imported when the console
+# attaches, after its first frame is on the terminal (as `Runtime` does for the broker).
 if TYPE_CHECKING:
     from pathlib import Path
 
     from svc_console.config.paths import Paths
+    from svc_console.services.attached_broker import AttachedBroker
 
 log = logging.getLogger(__name__)
 
 # The screens an attached console shows; the others name the console that serves them.
 SERVED = frozenset({"approvals"})
-
-
-def running_broker(paths: Paths) -> dict[str, Any] | None:
-    """The hello of the broker answering on this home's operator socket, or None when none
-    does (no socket, or one a stopped console left behind)."""
-    if not paths.operator_socket.exists():
-        return None
-    client = Agent(None, paths.operator_socket, token="", client=CLIENT, timeout_s=5.0)
-    try:
-        return client.connect()
-    except AgentError as exc:
-        log.info("no broker answers on %s: %s", paths.operator_socket, exc.message)
-        return None
-    finally:
-        client.close()
 
 
 class _Sandbox:
@@ -54,18 +39,20 @@ class _Remembered:
     """The operator passphrase, checked as the embedded console checks it, and once it matches
     kept in memory for this console's decisions: the broker asks for it on each one."""
 
-    def __init__(self, passphrase: Any, broker: AttachedBroker):
-        self._passphrase, self._broker = passphrase, broker
+    def __init__(self, passphrase: Any, console: AttachedConsole):
+        self._passphrase, self._console = passphrase, console
 
     def is_set(self) -> bool:
         # The file, as the embedded console reads it (before the broker is reached), or the
         # broker's word once it is.
-        return self._broker.passphrase_required or self._passphrase.is_set()
+        broker = self._console.broker
+        return (broker is not None and broker.passphrase_required) or self._passphrase.is_set()
 
     def verify(self, typed: str) -> bool:
         if not self._passphrase.verify(typed):
             return False
-        self._broker.passphrase = typed
+        assert self._console.broker is not None, "asked once the console is attached"
+        self._console.broker.passphrase = typed
         return True
 
 
@@ -87,8 +74,8 @@ class AttachedConsole:
         # Where the first frame reads, and what its banner says, before the broker is reached.
         self.service = None if self.sandboxed else service
         self.sandbox = _Sandbox(str(service.get("base_url") or "")) if self.sandboxed else None
-        self.broker = AttachedBroker(paths.operator_socket, self.ledger_path, clock=clock)
-        self.passphrase = _Remembered(OperatorPassphrase(paths.operator_passphrase), self.broker)
+        self.broker: AttachedBroker | None = None
+        self.passphrase = _Remembered(OperatorPassphrase(paths.operator_passphrase), self)
 
     @property
     def ledger_path(self) -> Path:
@@ -98,9 +85,15 @@ class AttachedConsole:
         return screen in SERVED
 
     async def start(self) -> AttachedBroker:
-        await self.broker.attach()
-        return self.broker
+        from svc_console.services.attached_broker import AttachedBroker
+
+        broker = AttachedBroker(self.paths.operator_socket, self.ledger_path, clock=self.clock)
+        await broker.attach()
+        self.broker = broker
+        return broker
 
     async def stop(self, *, leaving: bool = False) -> None:
         """Leave the broker as it was: only this console's connection and reader close."""
-        await self.broker.detach()
+        if self.broker is not None:
+            await self.broker.detach()
+            self.broker = None

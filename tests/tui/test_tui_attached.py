@@ -16,7 +16,8 @@ from svc_console.agent import AsyncAgent
 from svc_console.broker.params import SubmitParams
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
-from svc_console.services.attached_console import AttachedConsole, running_broker
+from svc_console.services.attached_console import AttachedConsole
+from svc_console.services.broker_probe import running_broker
 from svc_console.tui.app import ConsoleApp
 
 SEARCH = {"endpoint_id": "ep_websearch_basic", "purpose": "research"}  # 0.01 USDC a call
@@ -33,7 +34,7 @@ async def submit(runtime: Runtime, query: str) -> str:
 
 async def answering(runtime: Runtime) -> dict[str, Any] | None:
     # In a thread: the broker answers from this test's own loop, which must not be blocked.
-    return await asyncio.to_thread(running_broker, runtime.paths)
+    return await asyncio.to_thread(running_broker, runtime.paths.operator_socket)
 
 
 async def attached(runtime: Runtime) -> ConsoleApp:

@@ -16,7 +16,8 @@ from svc_console.broker.params import SubmitParams
 from svc_console.config.paths import Paths
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
-from svc_console.services.attached_console import AttachedConsole, running_broker
+from svc_console.services.attached_console import AttachedConsole
+from svc_console.services.broker_probe import running_broker
 from svc_console.tui.app import ConsoleApp
 
 SEARCH = {"endpoint_id": "ep_websearch_basic", "purpose": "research"}
@@ -29,7 +30,7 @@ async def one_pending(runtime: Runtime) -> None:
 
 
 def attached_app(paths: Paths, clock: FakeClock) -> ConsoleApp:
-    hello = running_broker(paths)
+    hello = running_broker(paths.operator_socket)
     assert hello is not None
     console = AttachedConsole(paths, hello, clock=clock)
     console.sandbox.base_url = PINNED_SANDBOX  # the first frame's banner

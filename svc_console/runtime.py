@@ -80,6 +80,8 @@ class Runtime:
     agent_settings: AgentSettings | None = None
     access: AgentAccess | None = None
     passphrase: Any = None  # the operator passphrase decisions over the operator socket need
+    operators: Any = None  # the operator accounts (pinned at start) that replace it, when any
+    console_operator: str | None = None  # the TUI's operator: settings.toml [operator] name
     # The SKILLS.md files in force (settings.policy_files); None: $SVC_CONSOLE_HOME/SKILLS.md,
     # optional. `policy` is the LivePolicy the broker asks (its `status` feeds the banner).
     policy_files: list[Path] | None = None
@@ -96,6 +98,7 @@ class Runtime:
     usage: UsageFollower | None = None  # the background usage sync
     _policy_watch: asyncio.Task[None] | None = None
     _owns_sandbox: bool = False
+    _sandbox_address: tuple[str, str] | None = None
     _sandbox_watch: asyncio.Task[None] | None = None
 
     def launch_sandbox(self) -> None:
@@ -124,6 +127,7 @@ class Runtime:
             if "policy" not in options:  # tests may bring their own engine
                 options["policy"] = self._start_policy(self.clock)
             self.broker = Broker(self.ledger, self.market, config=self.config, **options)
+            self.broker.decisions.console_operator = self.console_operator
             self.unsettled = await self.broker.start()
             for request in self.unsettled:
                 log.warning("request %s was in flight at the last stop: now unknown", request.id)
@@ -160,6 +164,7 @@ class Runtime:
         from svc_console.broker.methods import Role
         from svc_console.broker.socket_server import ApprovalSocket
         from svc_console.config.agent_registry import AgentRegistry
+        from svc_console.config.operator_accounts import OperatorAccounts
 
         assert self.broker is not None and self.market is not None
         settings = self.agent_settings or self._read_agent_settings()
@@ -167,7 +172,14 @@ class Runtime:
             from svc_console.config.operator_passphrase import OperatorPassphrase
 
             self.passphrase = OperatorPassphrase(self.paths.operator_passphrase).pin()
+        accounts = OperatorAccounts(self.paths.operator_accounts)
+        if self.operators is None:
+            self.operators = accounts.pin()
+        # Under the two-person rule, a first approval by an operator removed since counts no more.
+        self.broker.decisions.removed_operator = accounts.removed
         registry = AgentRegistry(self.paths.agent_registry)
+        # Under the two-person rule, the operator who registered the asking agent may not approve.
+        self.broker.decisions.registrant = registry.registrant
         self.access = AgentAccess(settings, registry, sandbox=self.market.sandbox)
         # What revoked agents left undecided while the console was stopped.
         await self.broker.cancel_agents(registry.revoked())
@@ -178,6 +190,7 @@ class Runtime:
             role=Role.operator,
             access=self.access,
             passphrase=self.passphrase,
+            operators=self.operators,
             home=self.paths.home,
             limits=operator_limits,
         )
@@ -262,6 +275,7 @@ class Runtime:
             # queue. Only a child that never serves is worth a word, in the log.
             self._sandbox_watch = asyncio.create_task(self._watch_sandbox(), name="sandbox-ready")
         state = self.sandbox.state
+        self._sandbox_address = base_url, state.api_key
         return Marketplace.connect(
             base_url=base_url,
             wallet_api_base=base_url,
@@ -284,12 +298,13 @@ class Runtime:
         the embedded sandbox when none is."""
         if self.service is not None:
             return self.service.base_url, self.service.api_key
+        if self._sandbox_address is not None:
+            # Where the clients were pointed at the start: a sandbox stopped since is then an
+            # unreachable service, as a real one would be.
+            return self._sandbox_address
         if self.sandbox is None:
             raise RuntimeError("the console is not started")
-        # Where the market clients were pointed, once they were: a stopped sandbox is then an
-        # unreachable service, as a real one would be.
-        base_url = self.market.base_url if self.market is not None else self.sandbox.base_url
-        return base_url, self.sandbox.state.api_key
+        return self.sandbox.base_url, self.sandbox.state.api_key
 
     def account_client(self) -> AccountClient:
         """A client of the service's account routes (usage history, funding, wallets)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,23 @@ def make_runtime(paths: Paths, sandbox: Any) -> Callable[..., Runtime]:
         )
 
     return build
+
+
+@pytest.fixture
+async def keep_started() -> AsyncIterator[Callable[[Runtime], Awaitable[Runtime]]]:
+    """Start a runtime for a test (`await keep_started(runtime)`); whatever the test leaves
+    running is stopped after it."""
+    started: list[Runtime] = []
+
+    async def start(runtime: Runtime) -> Runtime:
+        await runtime.start()
+        started.append(runtime)
+        return runtime
+
+    yield start
+    for runtime in started:
+        if runtime.broker is not None:
+            await runtime.stop()
 
 
 @pytest.fixture

@@ -3,7 +3,9 @@ process that submitted it, or a process running under it.
 
 The TUI decides in its own process; the CLI (or any tool of the operator's) over the operator
 socket, where the kernel names the peer's uid and pid. The decider's evidence (channel, uid, pid,
-process name) is recorded with the decision; nothing the caller says about itself is.
+process name) is recorded with the decision; nothing the caller says about itself is, except the
+operator's name once their account's token proved it (or, in the TUI, the console's own
+setting: the TUI is the owner's own terminal).
 """
 
 from __future__ import annotations
@@ -31,15 +33,21 @@ class Decider:
     channel: Literal["tui", "cli"]
     uid: int | None
     pid: int | None
+    operator: str | None = None  # the operator's account (or, in the TUI, its setting)
 
     @classmethod
-    def this_process(cls) -> Decider:
+    def this_process(cls, operator: str | None = None) -> Decider:
         """The TUI: the operator at the console's own terminal."""
-        return cls("tui", os.getuid(), os.getpid())
+        return cls("tui", os.getuid(), os.getpid(), operator)
 
     @classmethod
-    def on_operator_socket(cls, peer: Peer | None) -> Decider:
-        return cls("cli", peer.uid if peer else None, peer.pid if peer else None)
+    def on_operator_socket(cls, peer: Peer | None, operator: str | None = None) -> Decider:
+        return cls("cli", peer.uid if peer else None, peer.pid if peer else None, operator)
+
+    @property
+    def by(self) -> str:
+        """What a decision's `by` says: the operator's name, else the channel."""
+        return self.operator or self.channel
 
     def evidence(self) -> Evidence:
         found = processes.process(self.pid) if self.pid else None
@@ -48,6 +56,7 @@ class Decider:
             uid=self.uid,
             pid=self.pid,
             process=found.name if found else None,
+            operator=self.operator,
         )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from svc_console.broker import errors
+from svc_console.broker import errors, two_person
 from svc_console.broker.deciders import Decider, refuse_own_request
 from svc_console.broker.params import ApproveParams, DenyParams
 from svc_console.core.models import Decision, Estimate, Evidence, SpendRequest, Verdict
@@ -49,6 +49,14 @@ class Decisions:
         self.ledger, self.policy, self.clock = ledger, policy, clock
         self._pending_ttl_s = pending_ttl_s
         self._confirm_above_usdc = confirm_above_usdc
+        # Who registered an agent (the runtime sets it from the agent registry): under the
+        # two-person rule, never one of the two who approve its requests.
+        self.registrant: Callable[[str], str | None] = lambda agent: None
+        # Whether an operator's account was removed (the runtime sets it from the accounts): a
+        # first approval by a removed operator no longer counts.
+        self.removed_operator: Callable[[str], bool] = lambda name: False
+        # The TUI's operator: settings.toml [operator] name, else the console owner's login.
+        self.console_operator: str | None = None
 
     # -- waiting for the operator -------------------------------------------------------------
 
@@ -119,6 +127,28 @@ class Decisions:
         self.ledger.record_refusal(request_id, reason, decider.evidence(), at=self.clock())
         log.warning("a decision on %s was refused: %s", request_id, reason)
 
+    def operator_approvals(self, request: SpendRequest) -> list[str]:
+        """Who approved a pending request so far under the two-person rule (empty when it does
+        not apply to it)."""
+        if request.state != State.pending or request.estimate is None:
+            return []
+        ceiling = approval_ceiling(request, request.estimate)
+        if not two_person.applies(self.policy, ceiling):
+            return []
+        return two_person.approvals(self.ledger, request, ceiling, self.removed_operator)
+
+    def two_person_status(self, request: SpendRequest) -> str | None:
+        """The two-person rule's line for a pending request it applies to, else None."""
+        above = two_person.threshold(self.policy)
+        if request.state != State.pending or request.estimate is None or above is None:
+            return None
+        ceiling = approval_ceiling(request, request.estimate)
+        if ceiling <= above:
+            return None
+        return two_person.status(
+            above, two_person.approvals(self.ledger, request, ceiling, self.removed_operator)
+        )
+
     def _check_decider(self, request: SpendRequest, decider: Decider) -> None:
         try:
             refuse_own_request(request, decider)
@@ -126,8 +156,12 @@ class Decisions:
             self.refuse(request.id, "the submitting agent's own process tree", decider)
             raise refused
 
-    def approve(self, request: SpendRequest, params: ApproveParams, decider: Decider) -> Decision:
-        """Commit the operator's approval of a pending request, or raise why it cannot be."""
+    def approve(
+        self, request: SpendRequest, params: ApproveParams, decider: Decider
+    ) -> Decision | None:
+        """Commit the operator's approval of a pending request, or raise why it cannot be. None
+        when the two-person rule applies and this was the first approval: recorded, and the
+        request stays pending."""
         assert request.estimate is not None  # every pending request was priced by its dry run
         self._check_decider(request, decider)
         needed = self.confirmation_needed(request)
@@ -146,18 +180,33 @@ class Decisions:
         blocked = self.policy.approval_blocked(request, self.clock())
         if blocked is not None:
             raise errors.BlockedByPolicy(f"the policy forbids approving {request.id}: {blocked}")
+        by = decider.by
+        ceiling = approval_ceiling(request, request.estimate)
+        if two_person.applies(self.policy, ceiling):
+            pair = two_person.second_needed(
+                self.ledger,
+                request,
+                ceiling,
+                decider,
+                at=self.clock(),
+                registrant=self.registrant,
+                removed=self.removed_operator,
+                refuse=lambda reason: self.refuse(request.id, reason, decider),
+            )
+            if pair is None:
+                log.info("%s approved by %s; needs a second operator", request.id, decider.by)
+                return None
+            by = ", ".join(pair)
         decision = Decision(
             approved=True,
-            by=decider.channel,
+            by=by,
             at=self.clock(),
             ceiling_usdc=approval_ceiling(request, request.estimate),
             note=params.note,
             evidence=decider.evidence(),
         )
         self._commit(request, decision, State.approved)
-        log.info(
-            "%s approved by %s up to %s USDC", request.id, decider.channel, decision.ceiling_usdc
-        )
+        log.info("%s approved by %s up to %s USDC", request.id, decider.by, decision.ceiling_usdc)
         return decision
 
     def deny(self, request: SpendRequest, params: DenyParams, decider: Decider) -> Decision:
@@ -165,13 +214,13 @@ class Decisions:
         self._check_decider(request, decider)
         decision = Decision(
             approved=False,
-            by=decider.channel,
+            by=decider.by,
             at=self.clock(),
             note=params.reason,
             evidence=decider.evidence(),
         )
         self._commit(request, decision, State.denied)
-        log.info("%s denied by %s", request.id, decider.channel)
+        log.info("%s denied by %s", request.id, decider.by)
         return decision
 
     def _commit(self, request: SpendRequest, decision: Decision, target: State) -> None:

@@ -74,3 +74,18 @@ class PassphraseRequired(NotAuthorised):
     A kind of `not_authorised`, with its own reason so the CLI knows to ask for it."""
 
     code, reason = -32008, "passphrase_required"
+
+
+class OperatorRequired(NotAuthorised):
+    """A decision over the operator socket of a console with operator accounts, without an
+    account's name and token or with a wrong one (said alike: the caller learns nothing of which
+    names exist)."""
+
+    code, reason = -32011, "operator_required"
+
+
+class SecondOperatorRequired(NotAuthorised):
+    """Under the two-person rule, an approval by an operator who may not give it: the one who
+    already approved, the one who registered the asking agent, or no named operator at all."""
+
+    code, reason = -32012, "second_operator_required"

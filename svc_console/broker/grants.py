@@ -99,7 +99,7 @@ class OperatorGrants:
             at=now,
         )
         self.book.add(to_grant(row))
-        log.info("grant %s made by %s for agent %s", row.id, decider.channel, request.agent)
+        log.info("grant %s made by %s for agent %s", row.id, decider.by, request.agent)
         return row
 
     def in_force(self) -> list[GrantRow]:
@@ -113,7 +113,7 @@ class OperatorGrants:
             row = grants.end(
                 self.ledger,
                 grant_id,
-                by=decider.channel,
+                by=decider.by,
                 reason="revoked by the operator",
                 at=self.clock(),
             )

@@ -34,6 +34,7 @@ from svc_console.broker.params import (
     AgentParams,
     ApproveManyParams,
     ApproveParams,
+    Credentials,
     DenyManyParams,
     DenyParams,
     FundWaitParams,
@@ -80,6 +81,13 @@ class Passphrase(Protocol):
     def verify(self, candidate: str) -> bool: ...
 
 
+class Operators(Protocol):
+    """The operator accounts the console pinned at start (`config.operator_accounts`)."""
+
+    def any(self) -> bool: ...
+    def authenticate(self, name: str, token: str) -> Any: ...
+
+
 @dataclass
 class Methods:
     broker: Broker
@@ -87,6 +95,7 @@ class Methods:
     role: Role
     access: AgentAccess | None = None  # the agents' socket's
     passphrase: Passphrase | None = None  # the operator socket's, when one may be set
+    operators: Operators | None = None  # the operator socket's accounts, when any may exist
 
     def __post_init__(self) -> None:
         self.reads = Reads(self.broker)
@@ -130,7 +139,8 @@ class Methods:
             )
             answer["enrolment"] = self._access().enrolment
         else:
-            answer["passphrase_required"] = self._passphrase_set()
+            answer["operators_required"] = self._accounts()
+            answer["passphrase_required"] = not self._accounts() and self._passphrase_set()
         status = getattr(self.broker.policy, "status", None)
         if status is not None:
             # A broken policy fails closed; whoever speaks to the console hears so at once.
@@ -245,8 +255,13 @@ class Methods:
 
     async def list_approvals(self, caller: Caller, params: dict[str, Any]) -> Any:
         listing = ListParams.model_validate(params)
-        chosen = self.broker.pending if listing.view == "pending" else self.broker.history
-        return [public(r) for r in chosen(listing.limit)]
+        if listing.view == "history":
+            return [public(r) for r in self.broker.history(listing.limit)]
+        # Under the two-person rule, who approved a pending request so far.
+        approvals = self.broker.decisions.operator_approvals
+        return [
+            {**public(r), "approved_by": approvals(r)} for r in self.broker.pending(listing.limit)
+        ]
 
     async def follow(self, caller: Caller, params: dict[str, Any]) -> Any:
         """From now on, a notification for every change to a request (`broker.follow`); what
@@ -272,21 +287,18 @@ class Methods:
 
     async def approve(self, caller: Caller, params: dict[str, Any]) -> Any:
         approval = ApproveParams.model_validate(params)
-        decider = Decider.on_operator_socket(caller.peer)
-        await self._unlock(approval.request_id, approval.passphrase, decider)
+        decider = await self._decider(caller, approval.request_id, approval)
         return public(await self.broker.approve(approval, decider))
 
     async def deny(self, caller: Caller, params: dict[str, Any]) -> Any:
         denial = DenyParams.model_validate(params)
-        decider = Decider.on_operator_socket(caller.peer)
-        await self._unlock(denial.request_id, denial.passphrase, decider)
+        decider = await self._decider(caller, denial.request_id, denial)
         return public(await self.broker.deny(denial, decider))
 
     async def approve_many(self, caller: Caller, params: dict[str, Any]) -> Any:
         """Several requests approved at once, each its own decision; by request, its state."""
         approval = ApproveManyParams.model_validate(params)
-        decider = Decider.on_operator_socket(caller.peer)
-        await self._unlock(approval.request_ids[0], approval.passphrase, decider)
+        decider = await self._decider(caller, approval.request_ids[0], approval)
         return await self.broker.approve_many(
             approval.request_ids,
             confirm_total=approval.confirm_total,
@@ -296,8 +308,7 @@ class Methods:
 
     async def deny_many(self, caller: Caller, params: dict[str, Any]) -> Any:
         denial = DenyManyParams.model_validate(params)
-        decider = Decider.on_operator_socket(caller.peer)
-        await self._unlock(denial.request_ids[0], denial.passphrase, decider)
+        decider = await self._decider(caller, denial.request_ids[0], denial)
         return await self.broker.deny_many(denial.request_ids, denial.reason, decider)
 
     async def fund_start(self, caller: Caller, params: dict[str, Any]) -> Any:
@@ -331,8 +342,7 @@ class Methods:
     async def resume_agent(self, caller: Caller, params: dict[str, Any]) -> Any:
         """Resume a paused agent: its rules apply to its requests again."""
         resume = AgentParams.model_validate(params)
-        decider = Decider.on_operator_socket(caller.peer)
-        await self._unlock(None, resume.passphrase, decider)
+        decider = await self._decider(caller, None, resume)
         return self.broker.pauses.resume(resume.agent, decider).__dict__
 
     async def list_grants(self, caller: Caller, params: dict[str, Any]) -> Any:
@@ -350,15 +360,44 @@ class Methods:
     def _passphrase_set(self) -> bool:
         return self.passphrase is not None and self.passphrase.is_set()
 
-    async def _unlock(self, request_id: str | None, typed: str | None, decider: Decider) -> None:
-        """Once the operator has set a passphrase, a decision over this socket needs it: a
-        same-user agent can read every file the operator can, but not what the operator knows.
-        A refusal is kept in the audit chain."""
+    def _accounts(self) -> bool:
+        return self.operators is not None and self.operators.any()
+
+    async def _decider(self, caller: Caller, request_id: str | None, given: Credentials) -> Decider:
+        """Who decides over this socket. With operator accounts, an account's name and token
+        (the passphrase no longer counts); without, the passphrase once one is set: a same-user
+        agent can read every file the operator can, but not what the operator knows. A refusal
+        is kept in the audit chain."""
+        decider = Decider.on_operator_socket(caller.peer)
+        if self._accounts():
+            assert self.operators is not None
+            if given.operator is not None and given.token is not None:
+                account = await asyncio.to_thread(
+                    self.operators.authenticate, given.operator, given.token
+                )
+                if account is not None:
+                    return Decider.on_operator_socket(caller.peer, account.name)
+            reason = (
+                "unknown operator or wrong token"
+                if given.operator is not None
+                else "no operator account named"
+            )
+            self.broker.refuse(request_id, reason, decider)
+            raise errors.OperatorRequired(
+                f"{reason}: this console's decisions need an operator account (--operator NAME"
+                " with its token); nothing was decided"
+            )
+        if given.operator is not None:
+            raise errors.OperatorRequired(
+                "this console has no operator accounts (svc-console operators add NAME):"
+                " drop --operator; nothing was decided"
+            )
         if not self._passphrase_set():
-            return
+            return decider
         assert self.passphrase is not None
+        typed = given.passphrase
         if typed is not None and await asyncio.to_thread(self.passphrase.verify, typed):
-            return
+            return decider
         reason = "wrong operator passphrase" if typed else "no operator passphrase given"
         self.broker.refuse(request_id, reason, decider)
         raise errors.PassphraseRequired(f"{reason}: a decision needs the operator passphrase")

@@ -4,8 +4,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from svc_console.core.models import AGENT_NAME, AGENT_NAME_RULE, Kind
+from svc_console.core.models import Kind
 from svc_console.core.money import Usdc
+from svc_console.core.names import AGENT_NAME, AGENT_NAME_RULE
 from svc_console.core.states import State
 
 MAX_PURPOSE = 2000
@@ -52,11 +53,19 @@ class RequestParams(Params):
     request_id: str = Field(min_length=1, max_length=100)
 
 
-class AgentParams(Params):
-    """`agents.resume`: a paused agent, and the operator passphrase when one is set."""
+class Credentials(Params):
+    """Who decides, over the operator socket: an operator account's name and token once
+    accounts exist, else the operator passphrase when one is set."""
+
+    passphrase: str | None = Field(None, repr=False, max_length=1024)
+    operator: str | None = Field(None, min_length=1, max_length=64)
+    token: str | None = Field(None, repr=False, max_length=200)
+
+
+class AgentParams(Credentials):
+    """`agents.resume`: a paused agent, and who resumes it."""
 
     agent: str = Field(min_length=1, max_length=200)
-    passphrase: str | None = Field(None, max_length=1024)
 
 
 class ReadParams(Params):
@@ -83,36 +92,32 @@ class FundWaitParams(WaitParams):
     balance_usdc: Usdc | None = None
 
 
-class ApproveParams(RequestParams):
+class ApproveParams(RequestParams, Credentials):
     confirm_amount: Usdc | None = None
     note: str | None = Field(None, max_length=500)
-    passphrase: str | None = Field(None, repr=False, max_length=1024)
     # For a while: also approve this agent's calls to the same endpoint, each at most this
     # approval's amount, up to `grant_total` in all, for `grant_for` (15m, 1h, session).
     grant_for: str | None = Field(None, max_length=20)
     grant_total: Usdc | None = None
 
 
-class DenyParams(RequestParams):
+class DenyParams(RequestParams, Credentials):
     reason: str = Field(min_length=1, max_length=500)
-    passphrase: str | None = Field(None, repr=False, max_length=1024)
     grant_for: str | None = Field(None, max_length=20)  # also deny calls like it for a while
 
 
-class ApproveManyParams(Params):
+class ApproveManyParams(Credentials):
     """Several pending requests approved at once: each gets its own decision; the typed
     confirmation, when the total needs one, is the total."""
 
     request_ids: list[str] = Field(min_length=1, max_length=500)
     confirm_total: Usdc | None = None
     note: str | None = Field(None, max_length=500)
-    passphrase: str | None = Field(None, repr=False, max_length=1024)
 
 
-class DenyManyParams(Params):
+class DenyManyParams(Credentials):
     request_ids: list[str] = Field(min_length=1, max_length=500)
     reason: str = Field(min_length=1, max_length=500)
-    passphrase: str | None = Field(None, repr=False, max_length=1024)
 
 
 class GrantParams(Params):

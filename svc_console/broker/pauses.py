@@ -44,5 +44,5 @@ class AgentPauses:
         except pauses.NotPaused:
             raise errors.WrongState(f"agent {agent} is not paused") from None
         self.policy.resumed(agent)
-        log.info("agent %s resumed by %s", agent, decider.channel)
+        log.info("agent %s resumed by %s", agent, decider.by)
         return closed

@@ -251,12 +251,15 @@ class Broker:
     async def approve(self, params: ApproveParams, decider: Decider | None = None) -> SpendRequest:
         """The operator's approval; `decider` is who gives it (default: this process, the TUI)."""
         request = self._pending(params.request_id)
-        decider = decider or Decider.this_process()
+        decider = decider or Decider.this_process(self.decisions.console_operator)
         lasting = _lasting(params.grant_for)
         if lasting is not None:
             assert request.estimate is not None
             check_total(params.grant_total, approval_ceiling(request, request.estimate))
         decision = self.decisions.approve(request, params, decider)
+        if decision is None:  # a first approval under the two-person rule: still pending
+            self._changed(request.id)
+            return self.get(request.id)
         if lasting is not None:
             self.grants.make(
                 request, decision, lasting=lasting, total=params.grant_total, decider=decider
@@ -267,7 +270,7 @@ class Broker:
 
     async def deny(self, params: DenyParams, decider: Decider | None = None) -> SpendRequest:
         request = self._pending(params.request_id)
-        decider = decider or Decider.this_process()
+        decider = decider or Decider.this_process(self.decisions.console_operator)
         lasting = _lasting(params.grant_for)
         decision = self.decisions.deny(request, params, decider)
         if lasting is not None:

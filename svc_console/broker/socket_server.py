@@ -38,7 +38,7 @@ from svc_console.broker.agent_access import AgentAccess, Identity, peer_of
 from svc_console.broker.deciders import Peer
 from svc_console.broker.follow import Subscription
 from svc_console.broker.limits import Limits
-from svc_console.broker.methods import Methods, Passphrase, Role
+from svc_console.broker.methods import Methods, Operators, Passphrase, Role
 from svc_console.broker.refusal_log import RefusalLog
 from svc_console.broker.service import Broker
 from svc_console.broker.socket_folder import prepare_folder
@@ -144,12 +144,13 @@ class ApprovalSocket:
         role: Role,
         access: AgentAccess,
         passphrase: Passphrase | None = None,
+        operators: Operators | None = None,
         home: Path | None = None,
         limits: Limits = DEFAULT_LIMITS,
     ):
         self.broker, self.path, self.role, self.limits = broker, path, role, limits
         self.access, self.home = access, home
-        self.methods = Methods(broker, limits, role, access, passphrase)
+        self.methods = Methods(broker, limits, role, access, passphrase, operators)
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[_Connection] = set()
         self._peers = _Peers(limits.max_connections_per_peer)

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from svc_console.cli.errors import EXIT_USAGE, CommandError
+from svc_console.cli.operators import identity_options
 
 
 def add_commands(commands: Any) -> None:
@@ -28,6 +29,7 @@ def add_commands(commands: Any) -> None:
     add.add_argument(
         "--uid", type=int, help="the user the agent runs as: recognised by that uid alone"
     )
+    identity_options(add, "once operator accounts exist: who registers it")
     add.set_defaults(run=run_add)
     listing = agents.add_parser("list", help="the registered agents (never their tokens)")
     listing.add_argument("--json", action="store_true")
@@ -43,6 +45,7 @@ def add_commands(commands: Any) -> None:
     paused.set_defaults(run=run_paused)
     resume = agents.add_parser("resume", help="resume a paused agent: its rules apply again")
     resume.add_argument("name")
+    identity_options(resume, "once operator accounts exist: who resumes it")
     resume.set_defaults(run=run_resume)
 
 
@@ -79,7 +82,11 @@ def run_add(args: argparse.Namespace) -> int:
         )
     if args.uid is not None and args.uid < 0:
         raise CommandError("--uid must be a user id (0 or more)", EXIT_USAGE)
-    token = _changing(lambda registry: registry.add(args.name, args.uid))
+    from svc_console.cli.operators import proven_operator
+
+    # Recorded: under a two-person rule, the one who registered an agent never approves for it.
+    by = proven_operator(args, f"registering agent {args.name}")
+    token = _changing(lambda registry: registry.add(args.name, args.uid, registered_by=by))
     _print_token(args.name, token)
     return 0
 
@@ -123,6 +130,7 @@ def run_list(args: argparse.Namespace) -> int:
             "created_at": agent.created_at,
             "rotated_at": agent.rotated_at,
             "revoked_at": agent.revoked_at,
+            "registered_by": agent.registered_by,
         }
         for agent in agents
     ]
@@ -134,7 +142,8 @@ def run_list(args: argparse.Namespace) -> int:
     for row in rows:
         uid = f"uid {row['uid']}" if row["uid"] is not None else "token"
         since = datetime.fromtimestamp(row["created_at"], UTC).strftime("%Y-%m-%d %H:%M UTC")
-        print(f"{row['name']}  {row['state']}  {uid}  since {since}")
+        by = f"  by {row['registered_by']}" if row["registered_by"] else ""
+        print(f"{row['name']}  {row['state']}  {uid}  since {since}{by}")
     return 0
 
 
@@ -159,11 +168,11 @@ def run_paused(args: argparse.Namespace) -> int:
 
 
 def run_resume(args: argparse.Namespace) -> int:
-    from svc_console.cli.approvals import with_passphrase
+    from svc_console.cli.approvals import as_operator
     from svc_console.cli.socket_client import call, connect
 
     with connect(None, operator=True) as console:
-        params = with_passphrase(console, {"agent": args.name})
+        params = as_operator(console, args, {"agent": args.name})
         call(lambda: console.call("agents.resume", params))
     print(f"agent {args.name} resumed: its policy's rules apply to its requests again")
     return 0

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from svc_console.cli.errors import EXIT_USAGE, CommandError
+from svc_console.cli.operators import credentials, identity_options
 from svc_console.cli.socket_client import call, connect
 
 
@@ -46,6 +47,7 @@ def add_commands(commands: Any) -> None:
     )
     approve.add_argument("--policy", metavar="FILE", help="the SKILLS.md file --always writes to")
     approve.add_argument("--daily", metavar="USDC", help="the --always rule's daily budget")
+    identity_options(approve, "with operator accounts: who approves")
     approve.set_defaults(run=run_approve)
     deny = approvals.add_parser("deny", help="deny pending requests")
     deny.add_argument("request_ids", nargs="+", metavar="ID")
@@ -56,6 +58,7 @@ def add_commands(commands: Any) -> None:
         metavar="DURATION",
         help="also deny this agent's calls to the same endpoint for 15m, 1h, 2d... or session",
     )
+    identity_options(deny, "with operator accounts: who denies")
     deny.set_defaults(run=run_deny)
 
 
@@ -79,9 +82,19 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def with_passphrase(agent: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """With an operator passphrase set, every decision here needs it, typed on the terminal: an
-    agent running as this user can read every file, but not what the operator knows."""
+def as_operator(agent: Any, args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
+    """Who decides: with operator accounts, `--operator NAME` and its token (the console checks
+    them); else, with an operator passphrase set, the passphrase typed on the terminal: an agent
+    running as this user can read every file, but not what the operator knows."""
+    given = credentials(args)
+    if given is not None:
+        return {**params, "operator": given[0], "token": given[1]}
+    if agent.hello_info.get("operators_required"):
+        raise CommandError(
+            "this console's decisions need an operator account: --operator NAME, with its token"
+            " in SVC_OPERATOR_TOKEN or --token-file FILE; nothing was decided",
+            EXIT_USAGE,
+        )
     if agent.hello_info.get("passphrase_required"):
         from svc_console.cli.tty import read_secret
 
@@ -104,9 +117,12 @@ def run_approve(args: argparse.Namespace) -> int:
         params["grant_for"], params["grant_total"] = args.grant_for, args.total
     with connect(None, operator=True) as agent:
         request = _approving(
-            agent, "approvals.approve", with_passphrase(agent, params), _type_it(args.request_id)
+            agent, "approvals.approve", as_operator(agent, args, params), _type_it(args.request_id)
         )
     print(f"{request['id']} {request['state']}")
+    if request["state"] == "pending":  # the two-person rule: this was the first approval
+        print(f"approved by {args.operator}; needs a second operator")
+        return 0
     if args.grant_for is not None:
         print(
             f"and calls like it for {args.grant_for}, up to {args.total} USDC in all"
@@ -166,8 +182,8 @@ def _approve_always(args: argparse.Namespace) -> int:
             )
         for line in proposal.diff:
             print(inert_line(line, 300))
-        params = with_passphrase(
-            agent, {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
+        params = as_operator(
+            agent, args, {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
         )
         unwritten = "; nothing was approved or written"
         request = _approving(
@@ -190,7 +206,7 @@ def _approve_many(args: argparse.Namespace) -> int:
         outcome = _approving(
             agent,
             "approvals.approve_many",
-            with_passphrase(agent, params),
+            as_operator(agent, args, params),
             lambda amount: (
                 f"these {len(args.request_ids)} requests may cost {amount} USDC in"
                 f" all: to approve them, type the total: --confirm-amount {amount}"
@@ -232,7 +248,7 @@ def run_deny(args: argparse.Namespace) -> int:
             raise CommandError("--for goes with one request, not several", EXIT_USAGE)
         with connect(None, operator=True) as agent:
             denial = {"request_ids": args.request_ids, "reason": args.reason}
-            params = with_passphrase(agent, denial)
+            params = as_operator(agent, args, denial)
             outcome = call(lambda: agent.call("approvals.deny_many", params))
         return _print_outcome(outcome)
     args.request_id = args.request_ids[0]
@@ -240,7 +256,7 @@ def run_deny(args: argparse.Namespace) -> int:
         denial = {"request_id": args.request_id, "reason": args.reason}
         if args.grant_for is not None:
             denial["grant_for"] = args.grant_for
-        params = with_passphrase(agent, denial)
+        params = as_operator(agent, args, denial)
         request = call(lambda: agent.call("approvals.deny", params))
     print(f"{request['id']} {request['state']}")
     if args.grant_for is not None:
@@ -280,10 +296,13 @@ def _cells(request: dict[str, Any], now: float) -> tuple[str, ...]:
     agent = inert_line(request["agent"], 24)
     if not request.get("agent_verified"):
         agent += " (unverified)"
+    state = request["state"]
+    if request.get("approved_by"):  # the two-person rule: one approval of two so far
+        state += f" 1/2 ({inert_line(request['approved_by'][0], 24)})"
     expires = request.get("expires_at")
     return (
         request["id"],
-        request["state"],
+        state,
         price,
         _span(now - request["created_at"]),
         f"in {_span(expires - now)}" if expires and request["state"] == "pending" else "-",

@@ -47,9 +47,12 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
     from svc_console.config.agents import agent_settings
     from svc_console.config.errors import SettingsError
     from svc_console.config.notify_settings import notify_settings
+    from svc_console.config.operator_accounts import AccountsError, OperatorAccounts
+    from svc_console.config.operator_settings import console_operator
     from svc_console.config.paths import resolve_paths
     from svc_console.config.policy_files import policy_files
     from svc_console.config.service import service_config
+    from svc_console.core.private_files import NotPrivate
     from svc_console.runtime import Runtime
 
     paths = resolve_paths()
@@ -63,7 +66,10 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
         files, optional = policy_files(paths, policy)
         agents = agent_settings(paths.settings)
         notify = notify_settings(paths.settings)
-    except SettingsError as exc:
+        operator = console_operator(paths.settings)
+        # A broken accounts file is said before anything starts, not at the sockets' opening.
+        OperatorAccounts(paths.operator_accounts).accounts()
+    except (SettingsError, AccountsError, NotPrivate) as exc:
         raise CommandError(str(exc)) from None
     # The demo's requests wait ten minutes: long enough to read one while others arrive, short
     # enough to see one expire.
@@ -76,6 +82,7 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
         policy_optional=optional,
         agent_settings=agents,
         notify=notify,
+        console_operator=operator,
     )
 
 

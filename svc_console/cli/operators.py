@@ -1,9 +1,21 @@
-"""`svc-console operators passwd`: the operator passphrase every decision outside the open TUI
-needs once it is set, typed on a terminal and kept only as a slow hash."""
+"""`svc-console operators add / list / remove / passwd`: operator accounts, and the passphrase a
+console without accounts uses.
+
+Without accounts, a decision over the operator socket needs the passphrase (once one is set).
+Once any account exists, it needs an account: `--operator NAME` and that account's token
+(`SVC_OPERATOR_TOKEN`, or an owner-only `--token-file`), and the passphrase no longer applies
+there. Adding or removing an account then takes an account's token too: an agent running as the
+operator's user can run this command as well as anyone.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from svc_console.cli.errors import EXIT_USAGE, CommandError
@@ -11,13 +23,170 @@ from svc_console.cli.errors import EXIT_USAGE, CommandError
 
 def add_commands(commands: Any) -> None:
     operators = commands.add_parser(
-        "operators", help="the operator passphrase decisions need"
+        "operators", help="operator accounts, and the passphrase of a console without them"
     ).add_subparsers(title="operators commands", metavar="COMMAND", required=True)
+    add = operators.add_parser("add", help="add an operator account and print its token once")
+    add.add_argument("name")
+    identity_options(add, "once accounts exist: the operator adding this one")
+    add.set_defaults(run=run_add)
+    listing = operators.add_parser("list", help="the operator accounts (never their tokens)")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(run=run_list)
+    remove = operators.add_parser(
+        "remove", aliases=["revoke"], help="end an operator account; its token stops at once"
+    )
+    remove.add_argument("name")
+    identity_options(remove, "the operator removing it (an account's token)")
+    remove.set_defaults(run=run_remove)
     passwd = operators.add_parser(
         "passwd", help="set or change the operator passphrase (typed on the terminal)"
     )
     passwd.add_argument("--clear", action="store_true", help="remove it (the current one first)")
     passwd.set_defaults(run=run_passwd)
+
+
+def identity_options(parser: argparse.ArgumentParser, who: str) -> None:
+    """`--operator NAME` and `--token-file FILE`: who decides, on a console with accounts."""
+    parser.add_argument(
+        "--operator", metavar="NAME", help=f"{who}; its token from SVC_OPERATOR_TOKEN"
+    )
+    parser.add_argument(
+        "--token-file", type=Path, metavar="FILE", help="the operator's token (an owner-only file)"
+    )
+
+
+def credentials(args: argparse.Namespace) -> tuple[str, str] | None:
+    """The operator named and their token, or None when no operator is named."""
+    name = getattr(args, "operator", None)
+    path = getattr(args, "token_file", None)
+    if name is None:
+        if path is not None:
+            raise CommandError("--token-file goes with --operator NAME", EXIT_USAGE)
+        return None
+    if path is None:
+        token = os.environ.get("SVC_OPERATOR_TOKEN", "")
+    else:
+        from svc_console.core.private_files import NotPrivate, read_private
+
+        try:
+            token = read_private(path).strip()
+        except NotPrivate as exc:
+            raise CommandError(str(exc), EXIT_USAGE) from None
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}", EXIT_USAGE) from None
+    if not token:
+        raise CommandError(
+            f"operator {name} needs its token: SVC_OPERATOR_TOKEN or --token-file FILE", EXIT_USAGE
+        )
+    return name, token
+
+
+def _accounts() -> Any:
+    from svc_console.config.operator_accounts import OperatorAccounts
+    from svc_console.config.paths import resolve_paths
+
+    return OperatorAccounts(resolve_paths().operator_accounts)
+
+
+def _changing(change: Any) -> Any:
+    from svc_console.config.operator_accounts import AccountsError
+
+    try:
+        return change(_accounts())
+    except AccountsError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+
+
+def proven_operator(args: argparse.Namespace, doing: str) -> str | None:
+    """The operator making a change to the console's identities, proved by their account's
+    token; None on a console without accounts (where --operator is an error)."""
+    from svc_console.config.operator_accounts import AccountsError
+
+    given = credentials(args)
+    try:
+        accounts = _accounts()
+        if not accounts.any():
+            if given is not None:
+                raise CommandError(
+                    "this console has no operator accounts: drop --operator", EXIT_USAGE
+                )
+            return None
+        if given is None:
+            raise CommandError(
+                f"{doing} needs an operator account: --operator NAME with its token", EXIT_USAGE
+            )
+        if accounts.authenticate(*given) is None:
+            raise CommandError(f"unknown operator or wrong token; {doing}: not done", EXIT_USAGE)
+    except AccountsError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+    return given[0]
+
+
+def _check_passphrase(doing: str) -> None:
+    """The first account takes over from the passphrase, so it needs the passphrase."""
+    from svc_console.cli.tty import read_secret
+    from svc_console.config.operator_passphrase import OperatorPassphrase, PassphraseFileError
+    from svc_console.config.paths import resolve_paths
+
+    passphrase = OperatorPassphrase(resolve_paths().operator_passphrase)
+    try:
+        if passphrase.is_set() and not passphrase.verify(read_secret("operator passphrase: ")):
+            raise CommandError(f"wrong passphrase; {doing}: not done", EXIT_USAGE)
+    except PassphraseFileError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+
+
+def run_add(args: argparse.Namespace) -> int:
+    first = _changing(lambda accounts: not accounts.any())
+    by = proven_operator(args, f"adding operator {args.name}")
+    if first:
+        _check_passphrase(f"adding operator {args.name}")
+    token = _changing(lambda accounts: accounts.add(args.name, added_by=by))
+    print(token)
+    print(
+        f"the token of operator {args.name}, shown this once: keep it as SVC_OPERATOR_TOKEN or"
+        " in an owner-only file for --token-file",
+        file=sys.stderr,
+    )
+    if first:
+        print(
+            "the first operator account: decisions over the operator socket now need an"
+            " account's token, not the passphrase (a running console: from its next start)",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def run_remove(args: argparse.Namespace) -> int:
+    proven_operator(args, f"removing operator {args.name}")
+    _changing(lambda accounts: accounts.remove(args.name))
+    print(f"operator {args.name} removed: its token no longer works")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    rows = [
+        {
+            "name": account.name,
+            "created_at": account.created_at,
+            "added_by": account.added_by,
+            "active": account.active,
+            "removed_at": account.removed_at,
+        }
+        for account in _changing(lambda accounts: accounts.accounts())
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no operator accounts: decisions need the passphrase, when one is set")
+        return 0
+    for row in rows:
+        since = datetime.fromtimestamp(row["created_at"], UTC).strftime("%Y-%m-%d %H:%M UTC")
+        by = f" by {row['added_by']}" if row["added_by"] else ""
+        state = "active" if row["active"] else "removed"
+        print(f"{row['name']:<24} {state:<8} added {since}{by}")
+    return 0
 
 
 def run_passwd(args: argparse.Namespace) -> int:
@@ -48,4 +217,9 @@ def run_passwd(args: argparse.Namespace) -> int:
         "operator passphrase set: every decision outside the open TUI needs it (a running"
         " console uses it from its next start)"
     )
+    if _changing(lambda accounts: accounts.any()):
+        print(
+            "operator accounts exist: over the operator socket an account's token counts, not"
+            " the passphrase; the TUI still asks the passphrase at start"
+        )
     return 0

@@ -10,19 +10,17 @@ and a lock makes two `agents` commands at once take turns instead of losing one'
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import hmac
 import json
-import os
 import secrets
 import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from svc_console.core.models import AGENT_NAME, AGENT_NAME_RULE
-from svc_console.core.private_files import ensure_private_dir, read_private, write_private
+from svc_console.config import named_records
+from svc_console.core.names import AGENT_NAME, AGENT_NAME_RULE
+from svc_console.core.private_files import read_private
 
 TOKEN_PREFIX = "svcagent_"
 
@@ -39,6 +37,9 @@ class RegisteredAgent:
     uid: int | None = None
     rotated_at: float | None = None
     revoked_at: float | None = None
+    # The operator account that added it (`agents add --operator`): under the two-person rule,
+    # never one of the two who approve its requests.
+    registered_by: str | None = None
 
     @property
     def active(self) -> bool:
@@ -82,6 +83,11 @@ class AgentRegistry:
                 return agent if name is None or name == agent.name else None
         return None
 
+    def registrant(self, name: str) -> str | None:
+        """The operator who registered agent `name` (revoked ones too), when one is known."""
+        agent = self._current().get(name)
+        return agent.registered_by if agent is not None else None
+
     def by_uid(self, uid: int) -> RegisteredAgent | None:
         """The active agent registered to run as `uid`, recognised by its peer uid alone."""
         return next((a for a in self._current().values() if a.active and a.uid == uid), None)
@@ -112,7 +118,7 @@ class AgentRegistry:
 
     # -- changing -------------------------------------------------------------------------------
 
-    def add(self, name: str, uid: int | None = None) -> str:
+    def add(self, name: str, uid: int | None = None, registered_by: str | None = None) -> str:
         """Register `name` (again, if it was revoked) and return its token, the only time it is
         ever shown."""
         if not AGENT_NAME.match(name):
@@ -126,7 +132,9 @@ class AgentRegistry:
                 holder = next((a for a in agents.values() if a.active and a.uid == uid), None)
                 if holder is not None:
                     raise RegistryError(f"uid {uid} is already registered to agent {holder.name}")
-            agents[name] = RegisteredAgent(name, _digest(token), time.time(), uid=uid)
+            agents[name] = RegisteredAgent(
+                name, _digest(token), time.time(), uid=uid, registered_by=registered_by
+            )
         return token
 
     def rotate(self, name: str) -> str:
@@ -150,20 +158,5 @@ class AgentRegistry:
             raise RegistryError(f"no registered agent {name[:64]!r}")
         return agent
 
-    @contextlib.contextmanager
-    def _changing(self) -> Iterator[dict[str, RegisteredAgent]]:
-        """Read, change and write the file under an exclusive lock."""
-        lock_path = self.path.with_name(f".{self.path.name}.lock")
-        ensure_private_dir(self.path.parent)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            agents = self._read()
-            yield agents
-            records = {
-                name: {k: v for k, v in asdict(agent).items() if k != "name"}
-                for name, agent in sorted(agents.items())
-            }
-            write_private(self.path, json.dumps({"agents": records}, indent=2) + "\n")
-        finally:
-            os.close(fd)
+    def _changing(self) -> contextlib.AbstractContextManager[dict[str, RegisteredAgent]]:
+        return named_records.changing(self.path, "agents", self._read)

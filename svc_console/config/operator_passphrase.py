@@ -1,33 +1,24 @@
 """The operator passphrase: what a same-user agent cannot read.
 
 An agent running as the operator's own user can read every file the operator can, the ledger
-and this one included, so what is kept is only a slow hash (scrypt): verifying one guess costs
-about a tenth of a second and 32 MiB, which makes guessing offline slow too. Once set, every
-decision outside the open TUI needs the passphrase, typed on a terminal.
+and this one included, so what is kept is only a slow hash (`slow_hash`). Once set, every
+decision outside the open TUI needs the passphrase, typed on a terminal, until operator accounts
+exist (`operator_accounts`): then an account's token does instead.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
-import hmac
-import secrets
 from pathlib import Path
 
+from svc_console.config import slow_hash
 from svc_console.core.private_files import read_private, write_private
 
 MIN_LENGTH = 8
-N, R, P = 2**15, 8, 1
-MAXMEM = 64 * 1024 * 1024
 
 
 class PassphraseFileError(Exception):
     """The stored hash cannot be read; the message names the file and what to do."""
-
-
-def _hash(passphrase: str, salt: bytes, n: int, r: int, p: int) -> bytes:
-    return hashlib.scrypt(passphrase.encode(), salt=salt, n=n, r=r, p=p, maxmem=MAXMEM, dklen=32)
 
 
 class OperatorPassphrase:
@@ -40,10 +31,7 @@ class OperatorPassphrase:
     def set(self, new: str) -> None:
         if len(new) < MIN_LENGTH:
             raise ValueError(f"a passphrase needs at least {MIN_LENGTH} characters")
-        salt = secrets.token_bytes(16)
-        digest = _hash(new, salt, N, R, P)
-        encoded = [base64.b64encode(part).decode() for part in (salt, digest)]
-        write_private(self.path, f"scrypt${N}${R}${P}${encoded[0]}${encoded[1]}\n")
+        write_private(self.path, slow_hash.encode(new) + "\n")
 
     def verify(self, candidate: str) -> bool:
         """Whether `candidate` is the passphrase as the file holds it now; False when none is."""
@@ -79,14 +67,9 @@ class Pinned:
 
 def _matches(stored: str, candidate: str, path: Path) -> bool:
     try:
-        scheme, n, r, p, salt, digest = stored.split("$")
-        if scheme != "scrypt":
-            raise ValueError(scheme)
-        expected = base64.b64decode(digest, validate=True)
-        actual = _hash(candidate, base64.b64decode(salt, validate=True), int(n), int(r), int(p))
-    except (ValueError, TypeError) as exc:
+        return slow_hash.matches(stored, candidate)
+    except ValueError as exc:
         raise PassphraseFileError(
-            f"{path} does not hold a passphrase hash ({type(exc).__name__}); remove it and set"
+            f"{path} does not hold a passphrase hash ({exc}); remove it and set"
             " the passphrase again with svc-console operators passwd"
         ) from None
-    return hmac.compare_digest(actual, expected)

@@ -46,6 +46,10 @@ class Paths:
         return self.home / "operator.passphrase"
 
     @property
+    def operator_accounts(self) -> Path:
+        return self.home / "operators.json"
+
+    @property
     def agent_registry(self) -> Path:
         return self.home / "agents.json"
 

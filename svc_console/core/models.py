@@ -6,7 +6,6 @@ Field names on the wire follow SPEC.md (`qualityScore`, `domain_type`); Python n
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -15,10 +14,6 @@ from pydantic.alias_generators import to_camel
 
 from svc_console.core.money import Usdc
 from svc_console.core.states import State
-
-# \Z, not $: "$" also matches before a final newline, which would let "bot\n" through.
-AGENT_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._\-]{0,63}\Z")
-AGENT_NAME_RULE = "must be 1-64 letters, digits, '.', '_' or '-', starting with one"
 
 
 class Wire(BaseModel):
@@ -210,14 +205,15 @@ class Evidence(Model):
     process: str | None = None
     rule: str | None = None
     policy_version: str | None = None  # the sha256 of the policy in force
+    operator: str | None = None  # the operator account whose token proved it (or the TUI's)
 
     def summary(self, *, pid: bool = True) -> str:
         """One line for history and exports: "cli · uid 1000 · pid 4242 (svc-console)"; without
-        the pid, "cli · uid 1000 (svc-console)"."""
+        the pid, "cli · uid 1000 (svc-console)"; with an operator, "operator alice · cli · ..."."""
         if self.channel == "policy":
             version = f" · policy {self.policy_version[:12]}" if self.policy_version else ""
             return f"policy rule {self.rule or '?'}{version}"
-        parts = [self.channel]
+        parts = [f"operator {self.operator}", self.channel] if self.operator else [self.channel]
         if self.uid is not None:
             parts.append(f"uid {self.uid}")
         process = f" ({self.process})" if self.process else ""

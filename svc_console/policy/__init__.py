@@ -52,6 +52,10 @@ class PolicyEngine(Protocol):
         """Above this approval ceiling the operator types the amount; None: the broker's own."""
 
     @property
+    def two_person_above_usdc(self) -> Decimal | None:
+        """Above this approval ceiling two different operators approve; None: one does."""
+
+    @property
     def pending_ttl_s(self) -> float | None:
         """How long a request waits for the operator; None: the broker's own."""
 
@@ -63,6 +67,7 @@ class ManualReview:
     """The fail-closed default: the operator decides everything."""
 
     confirm_above_usdc: Decimal | None = None
+    two_person_above_usdc: Decimal | None = None
     pending_ttl_s: float | None = None
 
     def evaluate(

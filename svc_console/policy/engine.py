@@ -54,6 +54,9 @@ class CompiledPolicy:
         self.loaded = loaded
         self.sha256 = loaded.sha256
         self.confirm_above_usdc: Decimal | None = rules.confirm_above_usdc
+        two = rules.two_person
+        self.two_person_above_usdc: Decimal | None = two.above_usdc if two else None
+        self._two_person = to_atomic(two.above_usdc) if two else None
         self.pending_ttl_s: float | None = rules.pending_lifetime
         self._tz = ZoneInfo(rules.timezone or "UTC")
         self._clock_minute, self._clock = -1, (0, 0)
@@ -144,6 +147,9 @@ class CompiledPolicy:
             why = f"agent {facts.agent} is paused ({paused}) until an operator resumes it"
             where = self.brakes.where("circuit_breaker")
             cites.append(Cite("ask", "circuit_breaker", why, where))
+        if self._two_person is not None and facts.amount > self._two_person:
+            # Before grants and auto-approve rules: two operators approve, never a rule.
+            cites.append(self._two_person_cite())
         if grants is not None:
             grants.denies(facts, now, cites)
         asked = False
@@ -180,6 +186,11 @@ class CompiledPolicy:
             )
             return result
         return result
+
+    def _two_person_cite(self) -> Cite:
+        above = format_usdc(self.two_person_above_usdc or Decimal(0))
+        why = f"above {above} USDC two different operators approve; no rule or grant does"
+        return Cite("ask", "two_person", why, self._source.key(("two_person",)))
 
     def _list_checks(self, facts: Facts, cites: list[Cite]) -> None:
         """The allow and deny lists (interpreted; `hotpath.list_checks` writes this out). Each

@@ -196,6 +196,11 @@ class LivePolicy:
         return self.compiled.confirm_above_usdc if self.compiled else None
 
     @property
+    def two_person_above_usdc(self) -> Decimal | None:
+        """The last valid policy's: an invalid draft never lifts the rule."""
+        return self.compiled.two_person_above_usdc if self.compiled else None
+
+    @property
     def pending_ttl_s(self) -> float | None:
         return self.compiled.pending_ttl_s if self.compiled else None
 

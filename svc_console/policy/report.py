@@ -62,6 +62,11 @@ def summary(loaded: Any) -> list[str]:
         lines.append("  auto-approve: nothing (the operator decides what is not denied)")
     if rules.confirm_above_usdc is not None:
         lines.append(f"  typed confirmation above {format_usdc(rules.confirm_above_usdc)} USDC")
+    if rules.two_person is not None:
+        lines.append(
+            f"  two operators approve above {format_usdc(rules.two_person.above_usdc)} USDC"
+            " (never the one who registered the agent; no rule or grant approves)"
+        )
     if rules.pending_lifetime is not None:
         lines.append(f"  pending requests live {_duration(rules.pending_lifetime)}")
     return lines + _brakes(rules)
@@ -144,6 +149,11 @@ def explain_lines(verdict: Any, policy: Any, facts: Any, note: str | None) -> li
             lines.append(
                 f"approving asks the operator to type the amount ({format_usdc(amount)} USDC)"
             )
+    two = getattr(policy, "two_person_above_usdc", None)
+    if two is not None and verdict.outcome == "ask" and from_atomic(facts.amount) > two:
+        lines.append(
+            "approving takes two different operators, neither the one who registered the agent"
+        )
     return lines
 
 

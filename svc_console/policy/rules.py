@@ -305,6 +305,13 @@ class When(Lists):
     hours: list[TimeWindow] | None = None
 
 
+class TwoPerson(Strict):
+    """Above an amount, two different operators approve a request, neither of them the one who
+    registered the agent asking; no auto-approve rule or grant approves it."""
+
+    above_usdc: Usdc = Field(description="above this approval ceiling two operators approve")
+
+
 class AutoApprove(Strict):
     """An explicit rule approving matching requests without the operator."""
 
@@ -357,6 +364,9 @@ class Rules(Strict):
 
     confirm_above_usdc: Usdc | None = Field(
         None, description="above this the operator types the amount to approve"
+    )
+    two_person: TwoPerson | None = Field(
+        None, description="above an amount, two different operators approve"
     )
     pending_lifetime: Duration | None = Field(
         None, description="how long a request waits for the operator (90s, 15m, 2h)"

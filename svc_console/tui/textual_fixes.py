@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual import events
+from textual.app import App
+from textual.dom import DOMNode
+from textual.screen import Screen
 from textual.widgets._toast import Toast
 
 # The least time a toast is given before its timer removes it.
@@ -30,3 +34,33 @@ def _toast_timer_never_negative() -> None:
 
 
 _toast_timer_never_negative()
+
+
+def _screens_restyled_on_return_only_when_stale() -> None:
+    """Switching to a mode's screen makes Textual restyle every node of it (`ScreenResume`), even
+    when nothing it is styled by changed while it was away: 60 to 120 ms on a screen with tables,
+    on every switch, which alone passes what an operator feels as instant. A screen returned to is
+    restyled only when the app's CSS (a theme, a reload) or the app's own classes and pseudo-
+    classes (which Textual restyles on the current screen only) changed since it was last
+    styled; its own widgets restyle themselves when their classes change, shown or not."""
+    app_changed = App.update_styles
+
+    def update_styles(self: App[Any], node: DOMNode, animate: bool = True) -> None:
+        if node is self:
+            self._app_styles_changed = getattr(self, "_app_styles_changed", 0) + 1
+        app_changed(self, node, animate)
+
+    resumed = Screen._on_screen_resume
+
+    def _on_screen_resume(self: Screen[Any], event: events.ScreenResume) -> None:
+        styled_for = (self.app._css_update_count, getattr(self.app, "_app_styles_changed", 0))
+        if event.refresh_styles and getattr(self, "_styled_for", None) == styled_for:
+            event = events.ScreenResume(refresh_styles=False)
+        resumed(self, event)
+        self._styled_for = styled_for
+
+    App.update_styles = update_styles  # type: ignore[method-assign]
+    Screen._on_screen_resume = _on_screen_resume  # type: ignore[method-assign]
+
+
+_screens_restyled_on_return_only_when_stale()

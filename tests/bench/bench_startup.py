@@ -36,6 +36,7 @@ from harness import Baseline, BenchResult, Figures, Target
 SVC_CONSOLE = str(Path(sys.executable).with_name("svc-console"))
 HELP_TARGET = Target({"median": 150.0})
 QUIT_TARGET = Target({"median": 300.0})
+SERVE_STOP_TARGET = Target({"median": 1000.0})
 PAINT_TARGET = Target({"median": 300.0})
 FRAME_TARGET = Target({"median": 600.0})
 # Nothing asked of it beyond the screen with its rows; bounded so that a regression shows.
@@ -134,6 +135,34 @@ def _quit(process: subprocess.Popen[bytes], master: int) -> float:
     return (time.perf_counter_ns() - start) / 1e6
 
 
+def serve_stop() -> tuple[float, str]:
+    """`svc-console serve` in a fresh home, ready (its banner printed), then SIGTERM: the
+    milliseconds to its exit, and the last line it printed."""
+    home = Path(tempfile.mkdtemp(prefix="svc-serve-"))
+    env = harness.bench_env(SVC_CONSOLE_HOME=str(home))
+    process = subprocess.Popen(
+        [SVC_CONSOLE, "serve"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:  # up to its last banner line: the sockets are open
+            if b"operator socket" in line:
+                break
+        else:
+            raise RuntimeError("serve exited before it was ready")
+        start = time.perf_counter_ns()
+        process.send_signal(signal.SIGTERM)
+        rest = process.stdout.read()
+        process.wait(FRAME_TIMEOUT_S)
+        stopped_ms = (time.perf_counter_ns() - start) / 1e6
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        shutil.rmtree(home, ignore_errors=True)
+    return stopped_ms, rest.decode(errors="replace").strip().splitlines()[-1]
+
+
 def profile_child(prefix: str) -> None:
     """In a fresh process: the TUI from the first import to the approvals screen, headless, under
     pyinstrument (imports included), written to `<prefix>-tui.txt` and `.html`."""
@@ -195,6 +224,7 @@ def run(runs: int) -> list[BenchResult]:
     ledger = data.pending_ledger()
     first_frames(ledger)  # warms the file cache, as the other measures' first run does
     frames = [first_frames(ledger) for _ in range(runs)]
+    stops = [serve_stop() for _ in range(runs)]
     terminal = {"terminal": f"pty {COLUMNS}x{ROWS}", "pending": data.PENDING_COUNT}
     return [
         BenchResult("start-up: svc-console --help", "ms", Figures.of(helps), HELP_TARGET, bare),
@@ -225,6 +255,19 @@ def run(runs: int) -> list[BenchResult]:
             textual,
             context={**terminal, "marker": READY_MARKER},
             note="spawn to the full approvals screen (broker, sandbox and sockets up)",
+        ),
+        BenchResult(
+            "stop: SIGTERM to `svc-console serve`'s exit",
+            "ms",
+            Figures.of([ms for ms, _ in stops]),
+            SERVE_STOP_TARGET,
+            conditions={
+                "one line said what it left": all(
+                    line.startswith("svc-console: stopped;") for _, line in stops
+                )
+            },
+            context={"last line": stops[-1][1]},
+            note="a ready serve, embedded sandbox, fresh home",
         ),
         BenchResult(
             "quit: q to the terminal given back",

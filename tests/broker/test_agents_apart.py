@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -28,24 +28,17 @@ OPEN = AgentSettings(enrolment="open")
 
 
 @pytest.fixture
-async def start(paths, sandbox) -> AsyncIterator[Callable[..., Any]]:
-    started: list[Runtime] = []
-
+def start(paths, sandbox, keep_started) -> Callable[..., Awaitable[Runtime]]:
     async def run(settings: AgentSettings = STRICT, policy: str | None = None) -> Runtime:
         if policy is not None:
             paths.home.mkdir(parents=True, exist_ok=True)
             (paths.home / "SKILLS.md").write_text(policy)
-        runtime = Runtime(
-            paths=paths, sandbox=sandbox, config=BrokerConfig(), agent_settings=settings
+        config = BrokerConfig()
+        return await keep_started(
+            Runtime(paths=paths, sandbox=sandbox, config=config, agent_settings=settings)
         )
-        await runtime.start()
-        started.append(runtime)
-        return runtime
 
-    yield run
-    for runtime in started:
-        if runtime.broker is not None:
-            await runtime.stop()
+    return run
 
 
 def register(paths, name: str, uid: int | None = None) -> str:

@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 from helpers import FakeClock, eventually, operator
@@ -68,23 +68,16 @@ circuit_breaker:
 
 
 @pytest.fixture
-async def start(paths, make_runtime) -> AsyncIterator[Callable]:
+def start(paths, make_runtime, keep_started) -> Callable[..., Awaitable[Runtime]]:
     """Start a runtime with `text` as its SKILLS.md; whatever a test leaves running is stopped."""
-    started: list[Runtime] = []
 
     async def run(text: str | None, **options) -> Runtime:
         if text is not None:
             paths.home.mkdir(parents=True, exist_ok=True)
             (paths.home / "SKILLS.md").write_text(text)
-        runtime = make_runtime(**options)
-        await runtime.start()
-        started.append(runtime)
-        return runtime
+        return await keep_started(make_runtime(**options))
 
-    yield run
-    for runtime in started:
-        if runtime.broker is not None:
-            await runtime.stop()
+    return run
 
 
 async def settled(runtime: Runtime, agent: str, inputs: dict, **overrides) -> object:

@@ -10,7 +10,7 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from decimal import Decimal
 
 import pytest
@@ -28,19 +28,8 @@ FX = {"endpoint_id": "ep_fx_rates", "purpose": "rates", "inputs": {"symbol": "EU
 
 
 @pytest.fixture
-async def start(make_runtime) -> AsyncIterator[Callable]:
-    started: list[Runtime] = []
-
-    async def run(**options) -> Runtime:
-        runtime = make_runtime(**options)
-        await runtime.start()
-        started.append(runtime)
-        return runtime
-
-    yield run
-    for runtime in started:
-        if runtime.broker is not None:
-            await runtime.stop()
+def start(make_runtime, keep_started) -> Callable[..., Awaitable[Runtime]]:
+    return lambda **options: keep_started(make_runtime(**options))
 
 
 async def settled(runtime: Runtime, agent: str = "bot", query: str = "solar", **other) -> object:

@@ -7,7 +7,7 @@ that survive a restart; the policy's confirmation threshold and pending lifetime
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from decimal import Decimal
 from pathlib import Path
 
@@ -43,24 +43,19 @@ budgets:
 
 
 @pytest.fixture
-async def start(paths, sandbox) -> AsyncIterator[Callable]:
+def start(paths, sandbox, keep_started) -> Callable[..., Awaitable[Runtime]]:
     """Start a runtime with `text` as its SKILLS.md (None: leave the file as it is); whatever a
     test leaves running is stopped after it."""
-    started: list[Runtime] = []
 
     async def run(text: str | None, **config) -> Runtime:
         if text is not None:
             paths.home.mkdir(parents=True, exist_ok=True)
             (paths.home / "SKILLS.md").write_text(text)
-        runtime = Runtime(paths=paths, sandbox=sandbox, config=BrokerConfig(**config))
-        await runtime.start()
-        started.append(runtime)
-        return runtime
+        return await keep_started(
+            Runtime(paths=paths, sandbox=sandbox, config=BrokerConfig(**config))
+        )
 
-    yield run
-    for runtime in started:
-        if runtime.broker is not None:
-            await runtime.stop()
+    return run
 
 
 async def submit(runtime: Runtime, agent: str = "research-bot", **overrides) -> dict:

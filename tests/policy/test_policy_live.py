@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import getpass
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -34,19 +34,10 @@ SCRAPE = {"endpoint_id": "ep_scrape_page", "inputs": {"url": "https://example.co
 
 
 @pytest.fixture
-async def start(paths, sandbox) -> AsyncIterator[Callable]:
-    started: list[Runtime] = []
-
-    async def run(**options) -> Runtime:
-        runtime = Runtime(paths=paths, sandbox=sandbox, config=BrokerConfig(), **options)
-        await runtime.start()
-        started.append(runtime)
-        return runtime
-
-    yield run
-    for runtime in started:
-        if runtime.broker is not None:
-            await runtime.stop()
+def start(paths, sandbox, keep_started) -> Callable[..., Awaitable[Runtime]]:
+    return lambda **options: keep_started(
+        Runtime(paths=paths, sandbox=sandbox, config=BrokerConfig(), **options)
+    )
 
 
 def save(path: Path, text: str) -> None:

@@ -6,6 +6,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterable
+
+from textual.app import App, ComposeResult
+from textual.color import Color
+from textual.dom import DOMNode
+from textual.screen import Screen
+from textual.widgets import Label
+
+import svc_console.tui.textual_fixes  # noqa: F401  (applied on import)
 
 # A toast whose notification ran out a millisecond before the toast was made, as happens when
 # the console is busy; the app quits 0.2 s after mounting it, if its loop still runs.
@@ -47,3 +56,64 @@ def test_a_toast_made_after_its_notification_ran_out_does_not_freeze_the_console
     assert done is not None, "the console stopped answering"
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "answered"
+
+
+# -- a screen returned to is restyled only when something it is styled by changed --------------
+
+
+class Page(Screen[None]):
+    def compose(self) -> ComposeResult:
+        yield Label("text", id="text")
+
+
+class TwoPages(App[None]):
+    CSS = "Label { color: $primary; }"
+    MODES = {"first": Page, "second": Page}
+
+
+def restyles_of(app: App[None]) -> list[Screen[None]]:
+    """The screens the stylesheet restyles whole from now on (every node under the screen)."""
+    seen: list[Screen[None]] = []
+    update_nodes = app.stylesheet.update_nodes
+
+    def recording(nodes: Iterable[DOMNode], animate: bool = False) -> None:
+        nodes = list(nodes)
+        seen.extend(node for node in nodes if isinstance(node, Screen))
+        update_nodes(nodes, animate=animate)
+
+    app.stylesheet.update_nodes = recording  # type: ignore[method-assign]
+    return seen
+
+
+async def both_visited(app: TwoPages) -> Screen[None]:
+    """Each page shown once (each styled once), back on the first: which is returned."""
+    for mode in ("first", "second", "first"):
+        await app.switch_mode(mode)
+    return app.screen
+
+
+async def test_a_screen_returned_to_unchanged_is_not_restyled_whole():
+    app = TwoPages()
+    async with app.run_test() as pilot:
+        first = await both_visited(app)
+        await pilot.pause()
+        restyled = restyles_of(app)
+        for _ in range(3):
+            await app.switch_mode("second")
+            await app.switch_mode("first")
+            await pilot.pause()
+        assert first not in restyled
+
+
+async def test_a_theme_chosen_while_a_screen_was_away_is_applied_on_return():
+    app = TwoPages()
+    async with app.run_test() as pilot:
+        first = await both_visited(app)
+        await app.switch_mode("second")
+        app.theme = "gruvbox" if app.theme != "gruvbox" else "nord"
+        await pilot.pause()
+        await app.switch_mode("first")
+        await pilot.pause()
+        assert app.screen is first
+        label = first.query_one("#text", Label)
+        assert label.styles.color == Color.parse(app.current_theme.primary)

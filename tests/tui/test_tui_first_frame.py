@@ -7,7 +7,11 @@ The runtime's start is held on an event, so the frame is seen for certain, not c
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -125,3 +129,42 @@ def test_snapshot_the_first_frame(snap_compare: Any, held: Held, monkeypatch: py
         await until(pilot, lambda: frame.query_one(RequestQueue).row_count == SEEDED)
 
     assert snap_compare(app, terminal_size=(120, 24), run_before=run_before)
+
+
+# What is imported before each frame, in a process of its own: the start-up's order, kept.
+BEFORE_FIRST_PAINT = """
+import sys
+from svc_console.cli.console import _runtime
+_runtime()
+import svc_console.tui.app
+print(" ".join(sorted(sys.modules)))
+"""
+BEFORE_QUEUE_FRAME = """
+import sys
+import svc_console.tui.app, svc_console.tui.approvals.first_frame
+print(" ".join(sorted(sys.modules)))
+"""
+
+
+def imported(code: str, home: Path) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "SVC_CONSOLE_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(done.stdout.split())
+
+
+def test_the_placeholder_is_painted_before_the_models_or_the_broker_are_imported(tmp_path: Path):
+    modules = imported(BEFORE_FIRST_PAINT, tmp_path)
+    assert "textual.app" in modules  # the measure is real: the app was imported
+    assert not {"pydantic", "svc_console.core.models", "svc_console.broker.service"} & modules
+
+
+def test_the_queue_frame_needs_neither_the_broker_nor_the_network_clients(tmp_path: Path):
+    modules = imported(BEFORE_QUEUE_FRAME, tmp_path)
+    assert "svc_console.core.models" in modules  # what the frame reads its rows into
+    heavy = {"svc_console.broker.service", "svc_console.ledger.store", "aiohttp", "httpx"}
+    assert not heavy & modules

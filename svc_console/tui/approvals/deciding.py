@@ -127,6 +127,11 @@ class Deciding:
         self._approved_here.add(request.id)
         self.queue.let_go([request.id])
         if await self._decide("approve", decide):
+            if self.broker.get(request.id).state == State.pending:
+                # The two-person rule: this was the first approval; the request waits on.
+                self._approved_here.discard(request.id)
+                self.notify(f"Approved {request.id}; it needs a second operator", markup=False)
+                return
             self.notify(
                 f"Approved {request.id}: {endpoint_name(request, 40)} for"
                 f" {inert_line(request.agent, 40)}; executing",

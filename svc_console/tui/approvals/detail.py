@@ -127,6 +127,7 @@ def render(
     *,
     expanded: bool = False,
     budgets: Sequence[BudgetLine] = (),
+    two_person: str | None = None,
 ) -> Group:
     """The whole detail as one renderable. The console's own facts come first, always in the same
     place (invariant 9): what approving lets be spent, on what, from whom, the verdict and the
@@ -136,6 +137,8 @@ def render(
     out of view; the console's details (price, verdict, risks, provider) follow it."""
     out = Sections(colours)
     _facts(out, request, confirm)
+    if two_person is not None:  # the two-person rule: who approved so far, among the facts
+        out.field("approval", Text(two_person, style=colours.warn))
     if budgets:
         # The console's own figures, so with the facts, before anything the agent wrote.
         out.heading("Budgets: now → after approving")
@@ -397,6 +400,7 @@ class RequestDetail(ScrollView):
         budgets: Sequence[BudgetLine] = (),
         *,
         notice: Text | None = None,
+        two_person: str | None = None,
     ) -> None:
         """`notice`: a line of the console's above the detail (the request left the list)."""
         new_id = request.id if request else None
@@ -406,7 +410,13 @@ class RequestDetail(ScrollView):
             self._content = Text("Select a request to see its detail.", style=colours.label)
         else:
             self._content = render(
-                request, colours, confirm, now, expanded=self.expanded, budgets=budgets
+                request,
+                colours,
+                confirm,
+                now,
+                expanded=self.expanded,
+                budgets=budgets,
+                two_person=two_person,
             )
         if notice is not None:
             self._content = Group(notice, Text(""), self._content)

@@ -277,13 +277,14 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
             self._show_gone(gone)
             return
         request = self.table.selected
-        confirm, budgets = None, []
+        confirm, budgets, two = None, [], None
         if request is not None and request.state == State.pending:
             confirm = self.broker.confirmation_needed(request)
             # Read for the selected request alone: a handful of running totals, never a scan.
             budgets = self.broker.budgets_for(request)
+            two = self.broker.decisions.two_person_status(request)
         detail = self.query_one(RequestDetail)
-        detail.show(request, self.colours, confirm, self.broker.clock(), budgets)
+        detail.show(request, self.colours, confirm, self.broker.clock(), budgets, two_person=two)
 
     def _show_gone(self, request_id: str) -> None:
         """The selected request left the page: it stays in the detail, as it is now, under a

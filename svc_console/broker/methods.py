@@ -278,12 +278,15 @@ class Methods:
             "passphrase_required": self._passphrase_set(),
         }
 
-    async def budgets(self, caller: Caller, params: dict[str, Any]) -> Any:
-        """The budgets a pending request draws on, now and after approving it, as the TUI's
-        detail shows them."""
-        request_id = RequestParams.model_validate(params).request_id
-        lines = self.broker.budgets_for(self.broker.get(request_id))
-        return [dataclasses.asdict(line) for line in lines]
+    async def facts(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """What the TUI's detail shows of a pending request beyond its row: the budgets it draws
+        on, now and after approving it, and the two-person rule's line when it applies."""
+        request = self.broker.get(RequestParams.model_validate(params).request_id)
+        lines = self.broker.budgets_for(request)
+        return {
+            "budgets": [dataclasses.asdict(line) for line in lines],
+            "two_person": self.broker.decisions.two_person_status(request),
+        }
 
     async def approve(self, caller: Caller, params: dict[str, Any]) -> Any:
         approval = ApproveParams.model_validate(params)
@@ -424,7 +427,7 @@ TABLE: dict[str, Entry] = {
     "market.job": Entry(Methods.job, AGENTS),
     "approvals.list": Entry(Methods.list_approvals, OPERATOR),
     "approvals.follow": Entry(Methods.follow, OPERATOR),
-    "approvals.budgets": Entry(Methods.budgets, OPERATOR),
+    "approvals.facts": Entry(Methods.facts, OPERATOR),
     "approvals.approve": Entry(Methods.approve, OPERATOR),
     "approvals.deny": Entry(Methods.deny, OPERATOR),
     "approvals.approve_many": Entry(Methods.approve_many, OPERATOR),

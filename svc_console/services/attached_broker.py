@@ -79,7 +79,8 @@ class AttachedBroker:
         self.operator_socket, self.ledger_path, self.clock = operator_socket, ledger_path, clock
         self.market: Service | None = None
         self.ledger: RequestView | None = None
-        self.decisions = self  # `decisions.total_confirmation_needed`, as Broker has it
+        # `decisions.total_confirmation_needed` and `.two_person_status`, as Broker has them.
+        self.decisions = self
         self.pauses = AttachedPauses(self)
         self.passphrase: str | None = None  # typed once at start, when the broker asks for one
         self.passphrase_required = False
@@ -88,7 +89,8 @@ class AttachedBroker:
         self._listeners: list[Listener] = []
         self._lost: list[Callable[[], None]] = []
         self._facts: list[Callable[[], None]] = []
-        self._budgets: dict[str, list[BudgetLine]] = {}
+        # By request: its budget lines and two-person line, as the broker last gave them.
+        self._facts_of: dict[str, tuple[list[BudgetLine], str | None]] = {}
         self._asking: dict[str, asyncio.Task[None]] = {}
         self._rejoining: asyncio.Task[None] | None = None
         self.gone = False
@@ -143,7 +145,7 @@ class AttachedBroker:
             return
         said = message.get("params") or {}
         self._threshold = _decimal(said.get("confirm_above_usdc"))
-        self._budgets.clear()  # any change may have spent or freed a budget
+        self._facts_of.clear()  # any change may have spent a budget or added an approval
         request = self.ledger.get(str(said.get("request_id"))) if self.ledger else None
         if request is None:
             return
@@ -169,7 +171,7 @@ class AttachedBroker:
                 callback()
             return
         log.info("following the broker's queue again")
-        self._budgets.clear()
+        self._facts_of.clear()
         for callback in list(self._facts):
             callback()
 
@@ -195,21 +197,29 @@ class AttachedBroker:
     def budgets_for(self, request: SpendRequest) -> list[BudgetLine]:
         """The budget lines last read from the broker for this request; none yet the first
         time, when they are asked for and `when_facts` listeners told once they arrive."""
-        cached = self._budgets.get(request.id)
+        return self._facts_for(request)[0]
+
+    def two_person_status(self, request: SpendRequest) -> str | None:
+        """The two-person rule's line, as the broker gave it with the budgets."""
+        return self._facts_for(request)[1]
+
+    def _facts_for(self, request: SpendRequest) -> tuple[list[BudgetLine], str | None]:
+        cached = self._facts_of.get(request.id)
         if cached is not None:
             return cached
         if request.id not in self._asking and not self.gone:
-            task = asyncio.get_running_loop().create_task(self._ask_budgets(request.id))
+            task = asyncio.get_running_loop().create_task(self._ask_facts(request.id))
             self._asking[request.id] = task
             task.add_done_callback(lambda _: self._asking.pop(request.id, None))
-        return []
+        return [], None
 
-    async def _ask_budgets(self, request_id: str) -> None:
+    async def _ask_facts(self, request_id: str) -> None:
         try:
-            lines = await self.call("approvals.budgets", {"request_id": request_id})
+            said = await self.call("approvals.facts", {"request_id": request_id})
         except errors.BrokerError:
             return  # decided or gone meanwhile: nothing to show
-        self._budgets[request_id] = [BudgetLine(**line) for line in lines]
+        budgets = [BudgetLine(**line) for line in said.get("budgets", [])]
+        self._facts_of[request_id] = (budgets, said.get("two_person"))
         for callback in list(self._facts):
             callback()
 

@@ -275,7 +275,9 @@ class Methods:
             "following": True,
             "buffer": self.limits.follow_buffer,
             "confirm_above_usdc": threshold_text(self.broker),
-            "passphrase_required": self._passphrase_set(),
+            # As hello says them: operator accounts, once any exist, replace the passphrase.
+            "operators_required": self._accounts(),
+            "passphrase_required": not self._accounts() and self._passphrase_set(),
         }
 
     async def facts(self, caller: Caller, params: dict[str, Any]) -> Any:

@@ -84,6 +84,9 @@ class AttachedBroker:
         self.pauses = AttachedPauses(self)
         self.passphrase: str | None = None  # typed once at start, when the broker asks for one
         self.passphrase_required = False
+        # With operator accounts: (name, token), given once at start (`tui/attached/sign_in`).
+        self.operator: tuple[str, str] | None = None
+        self.operators_required = False
         self._client: AsyncAgent | None = None
         self._threshold: Decimal | None = None
         self._listeners: list[Listener] = []
@@ -113,6 +116,7 @@ class AttachedBroker:
         following = await client.call("approvals.follow", {})
         self._threshold = _decimal(following.get("confirm_above_usdc"))
         self.passphrase_required = bool(following.get("passphrase_required"))
+        self.operators_required = bool(following.get("operators_required"))
 
     async def detach(self) -> None:
         """Stop following; the broker and its sockets go on."""
@@ -243,7 +247,9 @@ class AttachedBroker:
             raise errors.BrokerError(
                 "reconnecting to the console running the broker; nothing was decided, try again"
             )
-        if self.passphrase is not None:
+        if self.operator is not None:
+            params = {**params, "operator": self.operator[0], "token": self.operator[1]}
+        elif self.passphrase is not None:
             params = {**params, "passphrase": self.passphrase}
         try:
             return await self._client.call(method, params)

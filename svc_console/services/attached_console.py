@@ -46,13 +46,53 @@ class _Remembered:
         # The file, as the embedded console reads it (before the broker is reached), or the
         # broker's word once it is.
         broker = self._console.broker
-        return (broker is not None and broker.passphrase_required) or self._passphrase.is_set()
+        if broker is not None:
+            return broker.passphrase_required  # none with operator accounts: they replace it
+        return self._passphrase.is_set()
 
     def verify(self, typed: str) -> bool:
         if not self._passphrase.verify(typed):
             return False
         assert self._console.broker is not None, "asked once the console is attached"
         self._console.broker.passphrase = typed
+        return True
+
+
+class _SignIn:
+    """With operator accounts: the operator's name and token, checked against the accounts file
+    as the broker checks them, then kept in memory and sent with each decision."""
+
+    def __init__(self, console: AttachedConsole):
+        self._console = console
+
+    def needed(self) -> bool:
+        broker = self._console.broker
+        return broker is not None and broker.operators_required
+
+    @property
+    def default_name(self) -> str:
+        """`[operator] name` of settings.toml: who the console's owner decides as."""
+        from svc_console.config.errors import SettingsError
+        from svc_console.config.operator_settings import console_operator
+
+        try:
+            return console_operator(self._console.paths.settings) or ""
+        except SettingsError:
+            return ""
+
+    def verify(self, name: str, token: str) -> bool:
+        from svc_console.config.operator_accounts import OperatorAccounts
+
+        accounts = OperatorAccounts(self._console.paths.operator_accounts)
+        try:
+            account = accounts.authenticate(name, token)
+        except Exception:  # an accounts file that cannot be read: nobody signs in
+            log.exception("the operator accounts could not be read")
+            return False
+        if account is None:
+            return False
+        assert self._console.broker is not None, "asked once the console is attached"
+        self._console.broker.operator = (account.name, token)
         return True
 
 
@@ -76,6 +116,7 @@ class AttachedConsole:
         self.sandbox = _Sandbox(str(service.get("base_url") or "")) if self.sandboxed else None
         self.broker: AttachedBroker | None = None
         self.passphrase = _Remembered(OperatorPassphrase(paths.operator_passphrase), self)
+        self.sign_in = _SignIn(self)
 
     @property
     def ledger_path(self) -> Path:

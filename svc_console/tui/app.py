@@ -237,6 +237,13 @@ class ConsoleApp(App[None]):
         when_lost = getattr(self.runtime.broker, "when_lost", None)
         if when_lost is not None:  # attached to a broker running elsewhere
             when_lost(self._broker_lost)
+        sign_in = getattr(self.runtime, "sign_in", None)
+        if sign_in is not None and sign_in.needed():
+            # Attached to a broker with operator accounts: who decides here, asked once.
+            from svc_console.tui.attached.sign_in import SignInScreen
+
+            self.push_screen(SignInScreen(sign_in), self._unlock_answered)
+            return
         passphrase = self.runtime.passphrase
         if passphrase is not None and passphrase.is_set():
             # Asked once, here; the start goes on from the answer (the start task itself does

@@ -217,3 +217,33 @@ async def test_an_attached_console_asks_the_amount_typed_above_the_threshold(mak
         assert runtime.broker.get(request_id).decision.approved
     finally:
         await runtime.stop()
+
+
+async def test_with_operator_accounts_an_attached_console_signs_in_and_decides_as_one(
+    paths, make_runtime
+):
+    from svc_console.config.operator_accounts import OperatorAccounts
+    from svc_console.tui.attached.sign_in import SignInScreen
+
+    token = OperatorAccounts(paths.operator_accounts).add("alice")
+    runtime = make_runtime()
+    await runtime.start()
+    try:
+        request_id = await submit(runtime, "heat pumps")
+        app = await attached(runtime)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, SignInScreen))
+            await type_text(pilot, "alice")
+            await pilot.press("enter")
+            await type_text(pilot, "not-the-token")
+            await pilot.press("enter")
+            await until(pilot, lambda: "Unknown operator or wrong token" in screen_text(app))
+            await type_text(pilot, token)
+            await pilot.press("enter")
+            await rows(pilot, 1)
+            await pilot.press("a")
+            await rows(pilot, 0)
+        said = evidence(runtime, request_id)
+        assert said["channel"] == "cli" and said["operator"] == "alice"
+    finally:
+        await runtime.stop()

@@ -66,3 +66,21 @@ def test_snapshot_a_screen_an_attached_console_does_not_serve(
             await until(pilot, lambda: app.screen.id == "wallet-elsewhere")
 
         assert snap_compare(app, terminal_size=(100, 24), run_before=run_before)
+
+
+def test_snapshot_the_sign_in_of_an_attached_console(
+    snap_compare: Any, paths: Paths, make_runtime: Callable[..., Runtime], clock: FakeClock
+):
+    """A broker with operator accounts: the attached console asks who decides here."""
+    from svc_console.config.operator_accounts import OperatorAccounts
+    from svc_console.tui.attached.sign_in import SignInScreen
+
+    OperatorAccounts(paths.operator_accounts).add("alice")
+    runtime = make_runtime(clock=clock, ids=True)
+    with broker_beside(runtime):
+        app = attached_app(paths, clock)
+
+        async def run_before(pilot: Pilot[Any]) -> None:
+            await until(pilot, lambda: isinstance(app.screen, SignInScreen))
+
+        assert snap_compare(app, terminal_size=(100, 24), run_before=run_before)

@@ -9,13 +9,19 @@ is the one the browser used, so the same page works through an SSH tunnel on any
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from typing import Any
 
 import aiohttp_jinja2
 from aiohttp import web
+from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
 from svc_console.tui.web.login import guard
+
+log = logging.getLogger(__name__)
 
 
 class WebConsole(Server):
@@ -66,6 +72,52 @@ class WebConsole(Server):
             "config": {"static": {"url": f"{base}{static}".rstrip("/") + "/"}},
             "application": {"name": self.title},
         }
+
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        """One tab: its console process, driven over the websocket (textual-serve's own), then
+        ended and reaped. textual-serve leaves the ended process's transport open, to be
+        closed by the garbage collector on whatever loop is running then (or none)."""
+        websocket = web.WebSocketResponse(heartbeat=15)
+        width = to_int(request.query.get("width", "80"), 80)
+        height = to_int(request.query.get("height", "24"), 24)
+        service: AppService | None = None
+        try:
+            await websocket.prepare(request)
+            service = AppService(
+                self.command,
+                write_bytes=websocket.send_bytes,
+                write_str=websocket.send_str,
+                close=websocket.close,
+                download_manager=self.download_manager,
+                debug=self.debug,
+            )
+            await service.start(width, height)
+            await self._process_messages(websocket, service)
+        except asyncio.CancelledError:
+            await websocket.close()
+        except Exception:
+            log.exception("a web console session failed")
+        finally:
+            if service is not None:
+                await _end(service)
+        return websocket
+
+
+async def _end(service: AppService) -> None:
+    """Stop the tab's console (it quits on the meta message), wait for it, close its pipes."""
+    with contextlib.suppress(Exception):
+        await service.stop()
+    process = service._process
+    if process is None:
+        return
+    try:
+        async with asyncio.timeout(10):
+            await process.wait()
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+    process._transport.close()  # type: ignore[attr-defined]
 
 
 async def _never(request: web.Request) -> web.StreamResponse:

@@ -32,6 +32,7 @@ import os
 import select
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -319,6 +320,11 @@ class AsyncAgent:
         self._closed_idle = False
         self._reconnecting = asyncio.Lock()
         self.hello_info: dict[str, Any] = {}
+        # Notifications the console pushes unasked (an operator's `approvals.follow`), and what
+        # to do when the connection ends: both called on the client's loop.
+        self.on_notice: Callable[[dict[str, Any]], None] | None = None
+        self.on_lost: Callable[[], None] | None = None
+        self._leaving = False  # closed by the client itself: nothing was lost
 
     async def __aenter__(self) -> AsyncAgent:
         await self.connect()
@@ -330,7 +336,7 @@ class AsyncAgent:
     async def connect(self) -> dict[str, Any]:
         sock = await _connected_async(self.path)
         reader, self._writer = await asyncio.open_unix_connection(sock=sock, limit=16 * 1024 * 1024)
-        self._closed_idle = False
+        self._closed_idle = self._leaving = False
         self._reader_task = asyncio.create_task(self._read(reader))
         hello = _hello_params(self.name, self._token, self._client)
         self.hello_info = await self.call("console.hello", hello)
@@ -338,6 +344,7 @@ class AsyncAgent:
         return self.hello_info
 
     async def close(self) -> None:
+        self._leaving = True
         if self._writer is not None:
             self._writer.close()
             self._writer = None
@@ -354,6 +361,10 @@ class AsyncAgent:
                 reply = json.loads(line)
                 if reply.get("method") == IDLE_NOTICE:
                     self._closed_idle = True
+                    continue
+                if "method" in reply and "id" not in reply:
+                    if self.on_notice is not None:
+                        self.on_notice(reply)
                     continue
                 future = self._replies.pop(reply.get("id"), None)
                 if future is not None and not future.done():
@@ -373,6 +384,8 @@ class AsyncAgent:
                 else:
                     future.set_exception(NotConnected("svc-console closed the connection"))
             self._replies.clear()
+            if self.on_lost is not None and not (self._closed_idle or self._leaving):
+                self.on_lost()
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         if self._writer is None:

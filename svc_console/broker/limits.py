@@ -35,6 +35,9 @@ class Limits:
     line_timeout_s: float = 10.0  # from a line's first byte to its newline
     write_buffer_bytes: int = 256 * 1024  # replies held for a client that is not reading
     write_timeout_s: float = 10.0  # how long such a client is waited for
+    # Changes held for an operator connection following the queue (`approvals.follow`) that
+    # has not read them yet; one more and it is cut off.
+    follow_buffer: int = 4096
 
     def describe(self) -> dict[str, Any]:
         return dict(vars(self))

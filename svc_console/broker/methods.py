@@ -2,7 +2,8 @@
 served on, and who a caller is.
 
 The agents' socket serves `console.hello` and `spend.*`; the operator socket serves
-`console.hello`, `approvals.*`, `wallet.fund_*` (funding a request that waits for funds, through
+`console.hello`, `approvals.*` (`approvals.follow`: the queue's changes pushed, `broker.follow`),
+`wallet.fund_*` (funding a request that waits for funds, through
 to its single retry: `broker.funding`), `agents.sync` and the paused agents (`agents.paused`,
 `agents.resume`) and grants (`grants.list`, `grants.revoke`). A method asked of the wrong socket is
 refused, never served: an agent cannot reach an operator method whatever it says. On the agents'
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,6 +27,7 @@ from svc_console import __version__
 from svc_console.broker import errors, jsonrpc
 from svc_console.broker.agent_access import AgentAccess, Identity
 from svc_console.broker.deciders import Decider, Peer, submitter_of
+from svc_console.broker.follow import Subscription, threshold_text
 from svc_console.broker.funding import Funding
 from svc_console.broker.limits import Limits
 from svc_console.broker.params import (
@@ -67,6 +70,10 @@ class Caller(Protocol):
     identity: Identity | None  # on the agents' socket, once bound
     client: str | None  # what the client said it is, in hello (a hint, never a credential)
     waits: int  # spend.wait calls under way
+    subscription: Subscription | None  # on the operator socket, once following the queue
+
+    async def push(self, message: dict[str, Any]) -> None: ...  # a notification, unasked
+    def cut_off(self) -> None: ...  # end the connection now (a follower fallen too far behind)
 
 
 class Passphrase(Protocol):
@@ -256,6 +263,33 @@ class Methods:
             {**public(r), "approved_by": approvals(r)} for r in self.broker.pending(listing.limit)
         ]
 
+    async def follow(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """From now on, a notification for every change to a request (`broker.follow`); what
+        an attached console needs to decide as the broker would ask it to."""
+        if caller.subscription is None:
+            caller.subscription = Subscription(
+                self.broker, caller.push, caller.cut_off, buffer=self.limits.follow_buffer
+            )
+            caller.subscription.start()
+        return {
+            "following": True,
+            "buffer": self.limits.follow_buffer,
+            "confirm_above_usdc": threshold_text(self.broker),
+            # As hello says them: operator accounts, once any exist, replace the passphrase.
+            "operators_required": self._accounts(),
+            "passphrase_required": not self._accounts() and self._passphrase_set(),
+        }
+
+    async def facts(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """What the TUI's detail shows of a pending request beyond its row: the budgets it draws
+        on, now and after approving it, and the two-person rule's line when it applies."""
+        request = self.broker.get(RequestParams.model_validate(params).request_id)
+        lines = self.broker.budgets_for(request)
+        return {
+            "budgets": [dataclasses.asdict(line) for line in lines],
+            "two_person": self.broker.decisions.two_person_status(request),
+        }
+
     async def approve(self, caller: Caller, params: dict[str, Any]) -> Any:
         approval = ApproveParams.model_validate(params)
         decider = await self._decider(caller, approval.request_id, approval)
@@ -394,6 +428,8 @@ TABLE: dict[str, Entry] = {
     "market.read": Entry(Methods.read, AGENTS),
     "market.job": Entry(Methods.job, AGENTS),
     "approvals.list": Entry(Methods.list_approvals, OPERATOR),
+    "approvals.follow": Entry(Methods.follow, OPERATOR),
+    "approvals.facts": Entry(Methods.facts, OPERATOR),
     "approvals.approve": Entry(Methods.approve, OPERATOR),
     "approvals.deny": Entry(Methods.deny, OPERATOR),
     "approvals.approve_many": Entry(Methods.approve_many, OPERATOR),

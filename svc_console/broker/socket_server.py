@@ -28,6 +28,7 @@ import contextlib
 import logging
 import os
 import stat
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from typing import Any
 from svc_console.broker import errors, jsonrpc
 from svc_console.broker.agent_access import AgentAccess, Identity, peer_of
 from svc_console.broker.deciders import Peer
+from svc_console.broker.follow import Subscription
 from svc_console.broker.limits import Limits
 from svc_console.broker.methods import Methods, Operators, Passphrase, Role
 from svc_console.broker.refusal_log import RefusalLog
@@ -91,11 +93,26 @@ class _Connection:
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _identity: Identity | None = None
     counted: _PeerKey | None = None  # where this connection is counted, once admitted
+    subscription: Subscription | None = None  # following the queue (`approvals.follow`)
+    send: Callable[[_Connection, dict[str, Any]], Awaitable[None]] | None = None
     # (loop time) since when nothing was asked or answered: a bare newline asks nothing
     quiet_since: float = field(default_factory=lambda: asyncio.get_running_loop().time())
 
     def stir(self, *_: object) -> None:
         self.quiet_since = asyncio.get_running_loop().time()
+
+    async def push(self, message: dict[str, Any]) -> None:
+        """A notification nobody asked for on this connection (a change to a followed queue)."""
+        assert self.send is not None
+        await self.send(self, message)
+
+    def cut_off(self) -> None:
+        # Abort, not close: close() would wait to flush to a peer that does not read.
+        self.writer.transport.abort()
+
+    def unfollow(self) -> None:
+        if self.subscription is not None:
+            self.subscription.stop()
 
     @property
     def identity(self) -> Identity | None:
@@ -176,6 +193,7 @@ class ApprovalSocket:
         if self._server is not None:
             self._server.close()
             for connection in list(self._connections):
+                connection.unfollow()
                 connection.writer.close()
                 for task in list(connection.tasks):
                     task.cancel()
@@ -216,7 +234,11 @@ class ApprovalSocket:
         writer.transport.set_write_buffer_limits(high=limits.write_buffer_bytes)
         peer = peer_of(writer.get_extra_info("socket"))
         connection = _Connection(
-            writer, asyncio.Semaphore(limits.max_pending_per_connection), self._peers, peer=peer
+            writer,
+            asyncio.Semaphore(limits.max_pending_per_connection),
+            self._peers,
+            peer=peer,
+            send=self._send,
         )
         refused = self._admission(peer)
         if refused is not None:
@@ -233,6 +255,7 @@ class ApprovalSocket:
         finally:
             self._connections.discard(connection)
             self._peers.give_back(connection.counted)
+            connection.unfollow()
             for task in list(connection.tasks):
                 task.cancel()
             if writer.transport.get_write_buffer_size():
@@ -295,7 +318,9 @@ class ApprovalSocket:
                 async with asyncio.timeout(max(0.0, left)):
                     return await reader.read(1)
             except TimeoutError:
-                if connection.tasks:  # a call under way (a long spend.wait) is not idleness
+                if connection.tasks or connection.subscription is not None:
+                    # A call under way (a long spend.wait), or a console following the queue,
+                    # is not idleness.
                     connection.stir()
                 if connection.quiet_since + self.limits.idle_timeout_s > loop.time():
                     continue

@@ -87,8 +87,14 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
 
 
 def run_tui(args: argparse.Namespace, after_start: Callable[..., Any] | None = None) -> int:
-    runtime = _runtime(demo=after_start is not None, policy=getattr(args, "policy", ()))
-    runtime.launch_sandbox()  # its process starts while the TUI imports and paints
+    from svc_console.cli.attach import attached_console
+
+    # A broker already running for this home (serve, or another console): attach to it. The
+    # demo brings agents of its own, so it always runs its own broker.
+    runtime = attached_console() if after_start is None else None
+    if runtime is None:
+        runtime = _runtime(demo=after_start is not None, policy=getattr(args, "policy", ()))
+        runtime.launch_sandbox()  # its process starts while the TUI imports and paints
     from svc_console.tui.app import ConsoleApp
 
     app = ConsoleApp(runtime, after_start=after_start)

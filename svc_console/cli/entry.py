@@ -19,6 +19,7 @@ from svc_console.cli import (
     policy,
     usage,
     wallet,
+    web,
 )
 from svc_console.cli.errors import CommandError
 
@@ -46,6 +47,7 @@ def parser() -> argparse.ArgumentParser:
         policy,
         usage,
         mcp,
+        web,
     )
     for group in groups:
         group.add_commands(commands)

@@ -25,7 +25,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.content import Content
 from textual.notifications import Notifications, SeverityLevel
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Static
 from textual.widgets._toast import ToastRack
@@ -234,6 +234,16 @@ class ConsoleApp(App[None]):
             )
             return
         self._started = True
+        when_lost = getattr(self.runtime.broker, "when_lost", None)
+        if when_lost is not None:  # attached to a broker running elsewhere
+            when_lost(self._broker_lost)
+        sign_in = getattr(self.runtime, "sign_in", None)
+        if sign_in is not None and sign_in.needed():
+            # Attached to a broker with operator accounts: who decides here, asked once.
+            from svc_console.tui.attached.sign_in import SignInScreen
+
+            self.push_screen(SignInScreen(sign_in), self._unlock_answered)
+            return
         passphrase = self.runtime.passphrase
         if passphrase is not None and passphrase.is_set():
             # Asked once, here; the start goes on from the answer (the start task itself does
@@ -264,6 +274,17 @@ class ConsoleApp(App[None]):
         self.call_after_refresh(painted.set_result, None)
         await painted
 
+    def _broker_lost(self) -> None:
+        # An attached console without its broker can show nothing true: it says why and ends.
+        self.exit(
+            return_code=1,
+            message=Text(
+                "svc-console: the broker this console was attached to stopped; nothing more can"
+                " be decided here",
+                style="bold red",
+            ),
+        )
+
     async def _unlock_answered(self, unlocked: bool | None) -> None:
         if unlocked:
             await self._open()
@@ -280,7 +301,7 @@ class ConsoleApp(App[None]):
             self._bind_screen_keys()
             screens = navigation.entries()
         for entry in screens:
-            self.add_mode(entry.name, partial(entry.build, self.runtime))
+            self.add_mode(entry.name, partial(self._build_screen, entry))
         if not screens:
             self.exit(return_code=1, message=Text("svc-console has no screen to show", "bold red"))
             return
@@ -307,11 +328,21 @@ class ConsoleApp(App[None]):
         problems = navigation.discover(skip=[navigation.HOME])
         for entry in navigation.entries():
             if entry.name not in self._modes:
-                self.add_mode(entry.name, partial(entry.build, self.runtime))
+                self.add_mode(entry.name, partial(self._build_screen, entry))
         self._bind_screen_keys()
         self.refresh_bindings()
         self.screens_open = True
         self._report_screen_problems(problems)
+
+    def _build_screen(self, entry: navigation.ScreenEntry) -> Screen[None]:
+        """The screen `entry` names, or, in a console attached to a broker running elsewhere, a
+        screen that says which console serves it."""
+        serves = getattr(self.runtime, "serves", None)
+        if serves is not None and not serves(entry.name):
+            from svc_console.tui.attached.served_elsewhere import ServedElsewhere
+
+            return ServedElsewhere(entry.name, entry.title)
+        return entry.build(self.runtime)
 
     def _report_screen_problems(self, problems: list[str]) -> None:
         if problems:

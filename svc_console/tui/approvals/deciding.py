@@ -235,6 +235,16 @@ class Deciding:
         request = self._selected_or_say_so("approve")
         if request is None:
             return
+        if getattr(self.runtime, "attached", False):
+            # The rule goes into the broker's SKILLS.md, through its own policy engine.
+            self.notify(
+                "A rule is written by the console running the broker. Approve here, or use"
+                f" svc-console approvals approve {request.id} --always --policy FILE.",
+                title="Cannot approve always from an attached console",
+                severity="warning",
+                markup=False,
+            )
+            return
         live = self.runtime.policy
         if not isinstance(live, LivePolicy) or not live.paths:
             self.notify(

@@ -8,6 +8,7 @@ with markup off, like the rest of the screen.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Callable
@@ -63,7 +64,7 @@ class ResumeKey:
     broker: Any
     _show_pauses: Callable[[], None]
 
-    def action_resume_agent(self) -> None:
+    async def action_resume_agent(self) -> None:
         """Resume the selected request's agent if it is paused, else the only paused agent."""
         strip = self.query_one(PausedAgents)
         paused = strip.agents
@@ -81,7 +82,9 @@ class ResumeKey:
             self.notify(text, title="Which agent?", severity="warning", markup=False)
             return
         try:
-            self.broker.pauses.resume(agent, Decider.this_process())
+            resumed = self.broker.pauses.resume(agent, Decider.this_process())
+            if inspect.isawaitable(resumed):  # attached: over the operator socket
+                await resumed
         except BrokerError as exc:
             self.notify(exc.message, title="Could not resume", severity="error", markup=False)
         except Exception:

@@ -125,6 +125,7 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
         self.active = PENDING.name
         self.filter = Filter()
         self._unsubscribe: Callable[[], None] | None = None
+        self._unfacts: Callable[[], None] | None = None
         # Requests approved from this screen: their outcome is reported when it arrives.
         self._approved_here: set[str] = set()
         # Pending requests this screen has announced, so a re-queued one is announced again.
@@ -183,6 +184,9 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
     def on_mount(self) -> None:
         # Subscribe before the first read, so nothing that changes in between is missed.
         self._unsubscribe = self.broker.subscribe(self._broker_changed)
+        when_facts = getattr(self.broker, "when_facts", None)
+        if when_facts is not None:  # attached: a request's budgets arrive after its row
+            self._unfacts = when_facts(lambda: self.call_later(self._read_afresh))
         self.queue.marks = self.marks
         self.reload()
         self.set_interval(TICK_S, self._tick, name="approvals-clock")
@@ -195,6 +199,9 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        if self._unfacts is not None:
+            self._unfacts()
+            self._unfacts = None
 
     # -- the page on screen ---------------------------------------------------------------------
 
@@ -241,6 +248,8 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
         parts = [pending_status(self._totals[PENDING.name])]
         if self.agents_paused:
             parts.append("demo agents paused")
+        if getattr(self.broker, "attached", False):
+            parts.append("attached")
         self.app.sub_title = " · ".join(part for part in parts if part)
 
     def _show_empty(self, empty: bool) -> None:
@@ -343,6 +352,11 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
             # One reload for a burst of changes: the callback runs after the queued messages.
             self._reload_scheduled = True
             self.call_later(self._flush)
+
+    def _read_afresh(self) -> None:
+        # Attached: a request's budgets came, or the queue is followed again after a cut-off.
+        self._counts_stale = True
+        self.reload()
 
     def _flush(self) -> None:
         self._reload_scheduled = False

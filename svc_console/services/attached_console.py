@@ -1,0 +1,140 @@
+"""A console attached to a broker that already runs for this home (`svc-console serve`, or another
+console): what the TUI holds in place of the `Runtime` it would otherwise start.
+
+It starts nothing and stops nothing of the broker's: attaching connects to the operator socket and
+opens the ledger read-only; leaving closes those two. Only the approvals screen is served here;
+the screens that need the broker's own process (the catalogue sync, the wallet's funding, the
+policy editor, usage sync, the account forms, grants) say that the console running the broker
+serves them (`serves`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+# The broker's client, the ledger's reader and the models are imported when the console
+# attaches, after its first frame is on the terminal (as `Runtime` does for the broker).
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from svc_console.config.paths import Paths
+    from svc_console.services.attached_broker import AttachedBroker
+
+log = logging.getLogger(__name__)
+
+# The screens an attached console shows; the others name the console that serves them.
+SERVED = frozenset({"approvals"})
+
+
+class _Sandbox:
+    """The embedded sandbox as the first frame's banner names it: by its address."""
+
+    def __init__(self, base_url: str):
+        self.base_url = base_url
+
+
+class _Remembered:
+    """The operator passphrase, checked as the embedded console checks it, and once it matches
+    kept in memory for this console's decisions: the broker asks for it on each one."""
+
+    def __init__(self, passphrase: Any, console: AttachedConsole):
+        self._passphrase, self._console = passphrase, console
+
+    def is_set(self) -> bool:
+        # The file, as the embedded console reads it (before the broker is reached), or the
+        # broker's word once it is.
+        broker = self._console.broker
+        if broker is not None:
+            return broker.passphrase_required  # none with operator accounts: they replace it
+        return self._passphrase.is_set()
+
+    def verify(self, typed: str) -> bool:
+        if not self._passphrase.verify(typed):
+            return False
+        assert self._console.broker is not None, "asked once the console is attached"
+        self._console.broker.passphrase = typed
+        return True
+
+
+class _SignIn:
+    """With operator accounts: the operator's name and token, checked against the accounts file
+    as the broker checks them, then kept in memory and sent with each decision."""
+
+    def __init__(self, console: AttachedConsole):
+        self._console = console
+
+    def needed(self) -> bool:
+        broker = self._console.broker
+        return broker is not None and broker.operators_required
+
+    @property
+    def default_name(self) -> str:
+        """`[operator] name` of settings.toml: who the console's owner decides as."""
+        from svc_console.config.errors import SettingsError
+        from svc_console.config.operator_settings import console_operator
+
+        try:
+            return console_operator(self._console.paths.settings) or ""
+        except SettingsError:
+            return ""
+
+    def verify(self, name: str, token: str) -> bool:
+        from svc_console.config.operator_accounts import OperatorAccounts
+
+        accounts = OperatorAccounts(self._console.paths.operator_accounts)
+        try:
+            account = accounts.authenticate(name, token)
+        except Exception:  # an accounts file that cannot be read: nobody signs in
+            log.exception("the operator accounts could not be read")
+            return False
+        if account is None:
+            return False
+        assert self._console.broker is not None, "asked once the console is attached"
+        self._console.broker.operator = (account.name, token)
+        return True
+
+
+class AttachedConsole:
+    """The `Runtime` of an attached TUI: paths, the broker (over its socket), no runtime of its
+    own to start or stop."""
+
+    attached = True
+    agent_warning = None  # said by the console that opened the agents' socket
+    policy = None
+    unsettled: tuple[Any, ...] = ()  # reported by the broker's own console at its start
+
+    def __init__(self, paths: Paths, hello: dict[str, Any], *, clock: Any = time.time):
+        from svc_console.config.operator_passphrase import OperatorPassphrase
+
+        self.paths, self.clock = paths, clock
+        service = hello.get("service") or {}
+        self.sandboxed = bool(service.get("sandbox"))
+        # Where the first frame reads, and what its banner says, before the broker is reached.
+        self.service = None if self.sandboxed else service
+        self.sandbox = _Sandbox(str(service.get("base_url") or "")) if self.sandboxed else None
+        self.broker: AttachedBroker | None = None
+        self.passphrase = _Remembered(OperatorPassphrase(paths.operator_passphrase), self)
+        self.sign_in = _SignIn(self)
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.paths.ledger(sandbox=self.sandboxed)
+
+    def serves(self, screen: str) -> bool:
+        return screen in SERVED
+
+    async def start(self) -> AttachedBroker:
+        from svc_console.services.attached_broker import AttachedBroker
+
+        broker = AttachedBroker(self.paths.operator_socket, self.ledger_path, clock=self.clock)
+        await broker.attach()
+        self.broker = broker
+        return broker
+
+    async def stop(self, *, leaving: bool = False) -> None:
+        """Leave the broker as it was: only this console's connection and reader close."""
+        if self.broker is not None:
+            await self.broker.detach()
+            self.broker = None

@@ -1,0 +1,54 @@
+"""What a console attached to a running broker shows in place of a screen that needs the broker's
+own process (the catalogue sync, the wallet's funding, the policy editor, the usage sync, the
+account forms, grants): which console serves it, and what to do instead. Said plainly, rather
+than a screen that looks alive and cannot act.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+# The command line's way to each, where it has one.
+INSTEAD = {
+    "grants": "svc-console grants list / revoke ID",
+    "usage": "svc-console usage export",
+    "wallet": "svc-console wallet fund ID",
+    "policies": "svc-console policy check FILE / simulate FILE",
+    "account": "svc-console login / connect",
+}
+
+
+class ServedElsewhere(Screen[None]):
+    """The screen `name` (titled `title`) of an attached console: served by the broker's."""
+
+    DEFAULT_CSS = """
+    ServedElsewhere #served-elsewhere {
+        padding: 2 4;
+        width: 100%;
+        height: 1fr;
+    }
+    """
+
+    def __init__(self, name: str, title: str) -> None:
+        super().__init__(id=f"{name}-elsewhere")
+        self.screen_name, self.title_text = name, title
+        self.sub_title = title.lower()
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="$")
+        text = Text()
+        text.append(f"{self.title_text} is served by the console running the broker.\n\n", "bold")
+        text.append(
+            "This console is attached to a broker that runs in another process (svc-console"
+            " serve, or another console on this home). It shows the approval queue and decides"
+            " over the operator socket; this screen needs the broker's own process. Open it in"
+            " the console that started the broker"
+        )
+        instead = INSTEAD.get(self.screen_name)
+        text.append(f", or use: {instead}" if instead else ".")
+        text.append("\n\nPress 1 for the approvals.")
+        yield Static(text, id="served-elsewhere", markup=False)
+        yield Footer()

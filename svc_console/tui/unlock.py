@@ -19,15 +19,70 @@ from textual.widgets import Input, Label, Static
 from svc_console.tui.bindings import bindings
 
 
-class UnlockScreen(ModalScreen[bool]):
-    """Dismisses with True once the passphrase typed matches, with False on escape."""
+class SecretCheckScreen(ModalScreen[bool]):
+    """A dialog whose secret is checked by a slow hash: off the event loop, one check at a time,
+    each wrong one counted and said, the secret's field emptied for another try. Dismisses with
+    True on a match, with False on escape. Subclasses compose the fields and say what matches."""
 
     BINDINGS = bindings("modal")
+    SECRET = ""  # the selector of the field emptied after a wrong try
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempts = 0
+
+    def matches(self, *typed: str) -> bool:
+        raise NotImplementedError
+
+    def wrong(self) -> str:
+        """What the dialog says after a wrong try (`self.attempts` counts them)."""
+        raise NotImplementedError
+
+    def first_field(self) -> str:
+        return self.SECRET
+
+    def on_mount(self) -> None:
+        for field in self.query(Input):
+            field.cursor_blink = getattr(self.app, "cursor_blink", True)
+        self.query_one(self.first_field(), Input).focus()
+
+    def check(self, *typed: str) -> None:
+        for field in self.query(Input):
+            field.disabled = True  # one check at a time: the hash takes a moment
+        self._check(typed)
+
+    @work(thread=True, exclusive=True, group="secret-check")
+    def _check(self, typed: tuple[str, ...]) -> None:
+        # A slow hash on purpose: checked off the event loop so the screen stays alive.
+        matched = self.matches(*typed)
+        self.app.call_from_thread(self._checked, matched)
+
+    def _checked(self, matched: bool) -> None:
+        if matched:
+            self.dismiss(True)
+            return
+        self.attempts += 1
+        for field in self.query(Input):
+            field.disabled = False
+        secret = self.query_one(self.SECRET, Input)
+        secret.value = ""
+        error = self.query_one("#dialog-error", Static)
+        error.update(Text(self.wrong()))
+        error.add_class("-shown")
+        secret.focus()
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+class UnlockScreen(SecretCheckScreen):
+    """Dismisses with True once the passphrase typed matches, with False on escape."""
+
+    SECRET = "#passphrase"
 
     def __init__(self, passphrase: Any) -> None:
         super().__init__()
         self.passphrase = passphrase  # has verify(str) -> bool
-        self.attempts = 0
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -43,35 +98,13 @@ class UnlockScreen(ModalScreen[bool]):
             yield Input(password=True, placeholder="passphrase", id="passphrase")
             yield Static("", id="dialog-error", markup=False)
 
-    def on_mount(self) -> None:
-        field = self.query_one(Input)
-        field.cursor_blink = getattr(self.app, "cursor_blink", True)
-        field.focus()
-
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        field = self.query_one(Input)
-        field.disabled = True  # one check at a time: scrypt takes a moment
-        self._check(event.value)
+        self.check(event.value)
 
-    @work(thread=True, exclusive=True, group="unlock")
-    def _check(self, typed: str) -> None:
-        # A slow hash on purpose: checked off the event loop so the screen stays alive.
-        matched = self.passphrase.verify(typed)
-        self.app.call_from_thread(self._checked, matched)
+    def matches(self, *typed: str) -> bool:
+        return bool(self.passphrase.verify(typed[0]))
 
-    def _checked(self, matched: bool) -> None:
-        if matched:
-            self.dismiss(True)
-            return
-        self.attempts += 1
-        field = self.query_one(Input)
-        field.value, field.disabled = "", False
-        error = self.query_one("#dialog-error", Static)
-        error.update(Text(f"Wrong passphrase ({self.attempts} attempt(s)). Try again."))
-        error.add_class("-shown")
-        field.focus()
-
-    def action_cancel(self) -> None:
-        self.dismiss(False)
+    def wrong(self) -> str:
+        return f"Wrong passphrase ({self.attempts} attempt(s)). Try again."

@@ -10,24 +10,22 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from svc_console.tui.bindings import bindings
+from svc_console.tui.unlock import SecretCheckScreen
 
 
-class SignInScreen(ModalScreen[bool]):
+class SignInScreen(SecretCheckScreen):
     """Dismisses with True once an account's name and token match, with False on escape."""
 
-    BINDINGS = bindings("modal")
+    SECRET = "#token"
 
     def __init__(self, sign_in: Any) -> None:
         super().__init__()
         self.sign_in = sign_in  # has default_name and verify(name, token) -> bool
-        self.attempts = 0
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -45,11 +43,8 @@ class SignInScreen(ModalScreen[bool]):
             yield Input(password=True, placeholder="token", id="token")
             yield Static("", id="dialog-error", markup=False)
 
-    def on_mount(self) -> None:
-        for field in self.query(Input):
-            field.cursor_blink = getattr(self.app, "cursor_blink", True)
-        first = "#token" if self.sign_in.default_name else "#operator"
-        self.query_one(first, Input).focus()
+    def first_field(self) -> str:
+        return "#token" if self.sign_in.default_name else "#operator"
 
     @on(Input.Submitted, "#operator")
     def _name_given(self, event: Input.Submitted) -> None:
@@ -59,29 +54,11 @@ class SignInScreen(ModalScreen[bool]):
     @on(Input.Submitted, "#token")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        name = self.query_one("#operator", Input).value.strip()
-        for field in self.query(Input):
-            field.disabled = True  # one check at a time: the token's hash takes a moment
-        self._check(name, event.value)
+        self.check(self.query_one("#operator", Input).value.strip(), event.value)
 
-    @work(thread=True, exclusive=True, group="sign-in")
-    def _check(self, name: str, token: str) -> None:
-        matched = bool(name) and self.sign_in.verify(name, token)
-        self.app.call_from_thread(self._checked, matched)
+    def matches(self, *typed: str) -> bool:
+        name, token = typed
+        return bool(name) and bool(self.sign_in.verify(name, token))
 
-    def _checked(self, matched: bool) -> None:
-        if matched:
-            self.dismiss(True)
-            return
-        self.attempts += 1
-        for field in self.query(Input):
-            field.disabled = False
-        token = self.query_one("#token", Input)
-        token.value = ""
-        error = self.query_one("#dialog-error", Static)
-        error.update(Text(f"Unknown operator or wrong token ({self.attempts} attempt(s))."))
-        error.add_class("-shown")
-        token.focus()
-
-    def action_cancel(self) -> None:
-        self.dismiss(False)
+    def wrong(self) -> str:
+        return f"Unknown operator or wrong token ({self.attempts} attempt(s))."

@@ -2,7 +2,11 @@
 
 import asyncio
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
+
+from svc_console.core.models import SpendRequest
+from svc_console.core.states import State
 
 
 class FakeClock:
@@ -133,3 +137,12 @@ async def fund_like_a_browser(checkout_url: str):
         )
         assert funded.status_code == 200, funded.text
     return Decimal(amount.group(1))
+
+
+def plain_request(request_id: str = "req_1") -> SpendRequest:
+    """A request as an agent submits it, with nothing decided yet: what ledger tests write."""
+    return SpendRequest(
+        id=request_id, agent="bot", kind="market_call", endpoint_id="ep", inputs={"q": 1},
+        purpose="p", state=State.received, created_at=1.0, updated_at=1.0,
+        max_usdc=Decimal("0.5"),
+    )  # fmt: skip

@@ -13,26 +13,12 @@ import textwrap
 from decimal import Decimal
 
 import pytest
+from helpers import plain_request
 
-from svc_console.core.models import Decision, SpendRequest
+from svc_console.core.models import Decision
 from svc_console.core.states import IllegalTransition, State
 from svc_console.ledger import Ledger, audit, group_commit
 from svc_console.ledger.engine import open_database
-
-
-def _request(request_id: str) -> SpendRequest:
-    return SpendRequest(
-        id=request_id, agent="bot", kind="market_call", endpoint_id="ep", inputs={"q": 1},
-        purpose="p", state=State.received, created_at=1.0, updated_at=1.0,
-        max_usdc=Decimal("0.5"),
-    )  # fmt: skip
-
-
-@pytest.fixture
-def ledger(tmp_path, ledger_url):
-    store = Ledger(tmp_path / "ledger.db", url=ledger_url)
-    yield store
-    store.close()
 
 
 def _committed(ledger: Ledger, sql: str) -> list[tuple]:
@@ -57,7 +43,7 @@ def _sealing_events(ledger: Ledger) -> list[dict]:
 async def test_writes_of_one_turn_share_one_transaction(ledger):
     async def submit(n: int) -> None:
         with group_commit.joined():
-            ledger.insert_request(_request(f"req_{n}"))
+            ledger.insert_request(plain_request(f"req_{n}"))
         await ledger.committed()
 
     tasks = [asyncio.create_task(submit(n)) for n in range(20)]
@@ -74,8 +60,8 @@ async def test_writes_of_one_turn_share_one_transaction(ledger):
 
 
 async def test_a_failed_write_is_taken_back_alone(ledger):
-    ledger.insert_request(_request("req_1"))
-    ledger.insert_request(_request("req_2"))
+    ledger.insert_request(plain_request("req_1"))
+    ledger.insert_request(plain_request("req_2"))
     with group_commit.joined():
         ledger.transition("req_1", State.inspecting, at=2.0)
         with pytest.raises(IllegalTransition):  # received cannot be approved
@@ -89,7 +75,7 @@ async def test_a_failed_write_is_taken_back_alone(ledger):
 
 
 async def test_an_execution_starts_only_after_its_decision_is_committed(ledger):
-    ledger.insert_request(_request("req_1"))
+    ledger.insert_request(plain_request("req_1"))
     ledger.transition("req_1", State.inspecting, at=2.0)
     decision = Decision(approved=True, by="policy: r", at=3.0, ceiling_usdc=Decimal("0.1"))
     with group_commit.joined():
@@ -116,7 +102,7 @@ async def test_budget_changes_of_a_group_reach_the_totals_as_each_write_ends(led
     told: list[list] = []
     ledger.budget_listeners.append(told.append)
     for n in (1, 2):
-        ledger.insert_request(_request(f"req_{n}"))
+        ledger.insert_request(plain_request(f"req_{n}"))
         ledger.transition(f"req_{n}", State.inspecting, at=2.0)
     decision = Decision(approved=True, by="policy: r", at=3.0, ceiling_usdc=Decimal("0.1"))
     with group_commit.joined():
@@ -152,7 +138,7 @@ asyncio.run(main())
 def test_a_process_killed_before_the_group_commits_leaves_none_of_it(tmp_path, ledger_url):
     path = tmp_path / "ledger.db"
     first = Ledger(path, url=ledger_url)
-    first.insert_request(_request("req_1"))
+    first.insert_request(plain_request("req_1"))
     first.transition("req_1", State.inspecting, at=2.0)
     first.close()
     killed = subprocess.run(

@@ -8,31 +8,17 @@ import json
 from decimal import Decimal
 
 import pytest
+from helpers import plain_request
 
-from svc_console.core.models import Decision, SpendRequest
+from svc_console.core.models import Decision
 from svc_console.core.states import IllegalTransition, State
 from svc_console.ledger import Ledger, LedgerLocked
 from svc_console.ledger.engine import open_database
 from svc_console.ledger.store import GENESIS
 
 
-def _request(request_id: str = "req_1") -> SpendRequest:
-    return SpendRequest(
-        id=request_id, agent="bot", kind="market_call", endpoint_id="ep", inputs={"q": 1},
-        purpose="p", state=State.received, created_at=1.0, updated_at=1.0,
-        max_usdc=Decimal("0.5"),
-    )  # fmt: skip
-
-
-@pytest.fixture
-def ledger(tmp_path, ledger_url):
-    store = Ledger(tmp_path / "ledger.db", url=ledger_url)
-    yield store
-    store.close()
-
-
 def test_an_execution_cannot_start_without_an_approval(ledger):
-    ledger.insert_request(_request())
+    ledger.insert_request(plain_request())
     ledger.transition("req_1", State.inspecting)
     ledger.transition("req_1", State.pending)
     with pytest.raises(IllegalTransition):
@@ -48,8 +34,8 @@ def test_an_execution_cannot_start_without_an_approval(ledger):
 
 def test_events_form_a_hash_chain(ledger):
     key = bytes.fromhex(ledger.path.with_name(ledger.path.name + ".key").read_text().strip())
-    ledger.insert_request(_request("req_1"))
-    ledger.insert_request(_request("req_2"))
+    ledger.insert_request(plain_request("req_1"))
+    ledger.insert_request(plain_request("req_2"))
     ledger.transition("req_1", State.inspecting)
     rows = ledger.db.execute("SELECT at, request_id, type, data, prev_hash, hash FROM events"
                              " ORDER BY seq").fetchall()  # fmt: skip
@@ -71,13 +57,13 @@ def test_events_form_a_hash_chain(ledger):
 def test_reopening_continues_the_chain_and_one_writer_at_a_time(tmp_path, ledger_url):
     path = tmp_path / "ledger.db"
     first = Ledger(path, url=ledger_url)
-    first.insert_request(_request("req_1"))
+    first.insert_request(plain_request("req_1"))
     with pytest.raises(LedgerLocked):
         Ledger(path, url=ledger_url)
     last = first.db.execute("SELECT hash FROM events ORDER BY seq DESC").fetchone()[0]
     first.close()
     second = Ledger(path, url=ledger_url)
-    second.insert_request(_request("req_2"))
+    second.insert_request(plain_request("req_2"))
     link = second.db.execute("SELECT prev_hash FROM events ORDER BY seq DESC").fetchone()[0]
     assert link == last
     second.close()

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from svc_console.ledger.store import Ledger, LedgerLocked, PastLifetime
+    from svc_console.ledger.store import Ledger, LedgerLocked, LedgerRefused, PastLifetime
 
-__all__ = ["Ledger", "LedgerLocked", "PastLifetime"]
+__all__ = ["Ledger", "LedgerLocked", "LedgerRefused", "PastLifetime"]
 
 
 def __getattr__(name: str) -> Any:

@@ -261,6 +261,26 @@ def read_head(ledger: Path) -> tuple[int, str] | None:
     return None
 
 
+def check_key(conn: sqlite3.Connection, key: bytes, where: str) -> None:
+    """Refuse to write a chain with a key other than the one its last link was made with: a
+    broker joining a shared ledger with a key of its own would make every later link fail
+    `audit verify`."""
+    from svc_console.ledger.engine import LedgerRefused
+
+    last = conn.execute(
+        "SELECT at, request_id, type, data, prev_hash, hash FROM events ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
+    if last is None or is_plain(conn):
+        return
+    at, request_id, kind, data, prev_hash, stored = last
+    if not any(link(key, prev_hash, p) == stored for p in payloads(at, request_id, kind, data)):
+        raise LedgerRefused(
+            f"the audit chain of {where} was written with another audit key: give this broker"
+            " the key of those that write it (the `.key` file beside their ledger.db, or their"
+            " keyring's entry) before starting it"
+        )
+
+
 def is_plain(conn: sqlite3.Connection) -> bool:
     """Whether the chain was written before it was keyed: its first link is plain SHA-256."""
     first = conn.execute(

@@ -2,7 +2,7 @@
 
 The ledger's code holds a `Database`: `execute` and `conn` (a DB-API connection as sqlite3's,
 `?` placeholders), `atomic()` for a transaction, and the few things the engines keep differently
-(the schema version, a table's columns, the writer's lock). Its SQL is one text for both:
+(the schema version, a table's columns). Its SQL is one text for both:
 SQLite's own spelling where PostgreSQL has none is turned into PostgreSQL's in `pg_dialect`, and
 nowhere else.
 
@@ -13,7 +13,7 @@ by its first sync, `catalogue_store`), which is SQLite's full-text search.
 
 Each engine's module is imported when a ledger of it is opened (`sqlite_db`, `pg`): the first
 frame's reads of the ledger file need neither sqlite-utils nor psycopg. What the engines do
-differently is here (the lock, the snapshot, a table's existence), in
+differently is here (the SQLite writer's lock, the snapshot, a table's existence), in
 `pg_dialect` (SQL spellings, SQLite's JSON functions) and in `pg` (the PostgreSQL connection).
 """
 
@@ -65,8 +65,12 @@ def of(db: Any) -> Database:
     return SqliteDatabase(db.conn)
 
 
-class LedgerLocked(Exception):
-    """Another broker already holds this ledger."""
+class LedgerRefused(Exception):
+    """The ledger cannot be opened for a broker; the message says why and what to do."""
+
+
+class LedgerLocked(LedgerRefused):
+    """Another broker already holds this (SQLite) ledger."""
 
 
 def open_database(path: Path, url: str | None) -> Database:
@@ -104,31 +108,19 @@ def begin_snapshot(conn: Any) -> None:
 
 
 class WriterLock:
-    """One broker writes a ledger at a time. SQLite: an flock on `<path>.lock`, taken before
-    the file is opened. PostgreSQL: a session advisory lock on the writer's own connection, so
-    the server lets it go when that connection ends, however the broker ended."""
+    """One broker writes a SQLite ledger at a time: an flock on `<path>.lock`, taken before the
+    file is opened. (Brokers sharing a PostgreSQL ledger serialize their transactions in the
+    database instead: `shared`.)"""
 
-    def __init__(self, path: Path, url: str | None):
-        self._fd: int | None = None
-        self._where = url_shown(url) if url else str(path)
-        if url:
-            return
-        self._fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    def __init__(self, path: Path):
+        self._fd: int | None = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.release()
-            raise self._locked() from None
-
-    def hold(self, db: Database) -> None:
-        """Take the lock on the database itself where the engine keeps it there."""
-        if db.dialect == "postgresql" and not db.try_writer_lock():  # type: ignore[attr-defined]
-            raise self._locked()
-
-    def _locked(self) -> LedgerLocked:
-        return LedgerLocked(
-            f"another svc-console broker is using {self._where}; stop it or set SVC_CONSOLE_HOME"
-        )
+            raise LedgerLocked(
+                f"another svc-console broker is using {path}; stop it or set SVC_CONSOLE_HOME"
+            ) from None
 
     def release(self) -> None:
         if self._fd is not None:

@@ -235,10 +235,6 @@ class Database:
         ).fetchall()
         return [row[0] for row in rows]
 
-    def try_writer_lock(self) -> bool:
-        row = self.conn.execute("SELECT pg_try_advisory_lock(?)", [pg_dialect.WRITER_LOCK_KEY])
-        return bool(row.fetchone()[0])
-
 
 def bulk_load(url: str, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """Load many rows into `table` at once (a seeded usage history): COPY, with the table's own

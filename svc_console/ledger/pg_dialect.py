@@ -96,7 +96,6 @@ AFTER_MIGRATIONS = (
 # What the schema version is kept in (SQLite keeps it in the file's header: PRAGMA user_version).
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS ledger_schema (version BIGINT NOT NULL)"
 
-# The writer's lock (SQLite's is an flock on `<path>.lock`): a session-level advisory lock, held
-# while the writer's connection lives and released by the server when that connection ends,
-# crash included. The key is fixed: one ledger per database.
+# The first of the ledger's advisory lock keys (the migrations' is +1, the writers' +2: `shared`).
+# Fixed: one ledger per database.
 WRITER_LOCK_KEY = 0x5FC_1ED6E5  # any fixed 64-bit number; "svc ledger"

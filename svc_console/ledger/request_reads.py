@@ -192,6 +192,7 @@ class RequestReads:
                 row[column] = json.loads(row[column])
         row.pop("provider", None)
         row.pop("estimate_usdc", None)  # the estimate's own copy, for sorting
+        row.pop("broker", None)  # which broker answers for it (ledger/shared.py)
         if row["max_usdc"] is not None:
             row["max_usdc"] = from_atomic(row["max_usdc"])
         latest = self.latest_decision(row["id"])

@@ -327,6 +327,20 @@ def _v9(db: Database) -> None:
     )
 
 
+def _v10(db: Database) -> None:
+    """Several brokers on one PostgreSQL ledger (`shared`): which broker is responsible for each
+    unfinished request, and the budget changes each broker commits, for the others to follow.
+    SQLite's single broker writes neither. Safe to meet twice."""
+    if "broker" not in db.column_names("requests"):
+        db.execute("ALTER TABLE requests ADD COLUMN broker INTEGER")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS budget_changes (id INTEGER PRIMARY KEY,"
+        " broker INTEGER NOT NULL, at REAL NOT NULL, buckets TEXT NOT NULL,"
+        " slot INTEGER NOT NULL, delta INTEGER NOT NULL)"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS budget_changes_at ON budget_changes(at)")
+
+
 def _step(step: Callable[[Database], None]) -> Callable[[Any], None]:
     """A step that takes any SQLite database as well as an engine's (`engine.of`)."""
 
@@ -337,7 +351,7 @@ def _step(step: Callable[[Database], None]) -> Callable[[Any], None]:
     return run
 
 
-MIGRATIONS = [_step(step) for step in (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9)]
+MIGRATIONS = [_step(step) for step in (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10)]
 
 
 def migrate(db: Any) -> None:

@@ -1,21 +1,19 @@
-"""The ledger: one SQLite file (WAL), or a PostgreSQL database (`engine`), written by one broker
-at a time.
+"""The ledger: one SQLite file (WAL) written by one broker at a time, or a PostgreSQL database
+(`engine`) that several brokers may share (`shared`).
 
 Every change of a request's state is in one transaction together with its event, so the event log
 and the tables never disagree; the transaction seals the rows it wrote into its last event and
 anchors the chain's head outside the ledger (`audit_chain`), so `audit verify` can tell them apart
 when someone else edits either. The broker's concurrent requests share transactions
-(`group_commit`). A decision is committed before its execution row exists (DESIGN.md invariant 1);
-an execution row is committed before the proxy is called, so a crash mid-call leaves evidence
-(invariant 3).
+(`group_commit`; `transactions`). A decision is committed before its execution row exists
+(DESIGN.md invariant 1); an execution row is committed before the proxy is called, so a crash
+mid-call leaves evidence (invariant 3).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,27 +22,33 @@ from svc_console.core.buckets import Change
 from svc_console.core.models import Decision, Evidence, Outcome, SpendRequest
 from svc_console.core.money import to_atomic
 from svc_console.core.states import FINAL, State, check_transition
-from svc_console.ledger import audit_chain, budgets, engine, event_data, group_commit, rows
+from svc_console.ledger import audit_chain, budgets, engine, event_data, group_commit, rows, shared
 from svc_console.ledger.audit_chain import GENESIS
 from svc_console.ledger.request_reads import JSON_COLUMNS, RequestReads
 from svc_console.ledger.schema import migrate
+from svc_console.ledger.transactions import Transactions
 
 # States in which an approval's budget reservation is given back: nothing was or will be paid on it.
 _RELEASES = frozenset({State.failed, State.denied, State.expired, State.cancelled, State.repriced})
 
 
-# Raised when another broker holds the ledger (`engine.WriterLock`); importable from here as ever.
+# Raised when another broker holds a SQLite ledger (`engine.WriterLock`); importable from here.
 LedgerLocked = engine.LedgerLocked
+LedgerRefused = engine.LedgerRefused
 
 
 class PastLifetime(Exception):
     """An operator's decision that came after the request's lifetime ran out."""
 
 
+class BudgetSpent(Exception):
+    """An approval another broker's reservation left no room for (`decide`'s `recheck`)."""
+
+
 _dumps = audit_chain.dumps
 
 
-class Ledger(RequestReads):
+class Ledger(Transactions, RequestReads):
     def __init__(
         self,
         path: Path,
@@ -55,8 +59,9 @@ class Ledger(RequestReads):
     ):
         """Open (creating if needed) the ledger: the SQLite file at `path`, or with `url` the
         PostgreSQL database it names (`engine`; the key and head files stay beside `path`).
-        `exclusive` takes the writer's lock, so two brokers never interleave decisions and
-        executions on one ledger. `key` is the audit chain's (default: the ledger's own, from
+        `exclusive` opens it for a broker: SQLite's writer's lock, so two brokers never interleave
+        decisions and executions on one file; on PostgreSQL, a place among the brokers that
+        share it (`shared`). `key` is the audit chain's (default: the ledger's own, from
         `config.audit_key`, made the first time)."""
         self.path = path
         self.url = url or None
@@ -70,13 +75,17 @@ class Ledger(RequestReads):
         self.final_listeners: list[Callable[[list[tuple[str, State, float]]], None]] = []
         self._finals: list[tuple[str, State, float]] = []
         self._group: group_commit.Group | None = None  # the shared transaction, while open
-        if exclusive:
-            self._lock = engine.WriterLock(path, self.url)
+        self._notify: set[str] = set()  # requests the open transaction changed
+        # Among the brokers of a shared PostgreSQL ledger (`shared`); None on SQLite, and for
+        # a reader.
+        self.member: shared.Member | None = None
+        if exclusive and self.url is None:
+            self._lock = engine.WriterLock(path)
         try:
             self.db = engine.open_database(path, self.url)
-            if self._lock is not None:
-                self._lock.hold(self.db)
             migrate(self.db)
+            if exclusive and self.url is not None:
+                self.member = shared.Member(self.db.conn)
         except BaseException:
             self.close()
             raise
@@ -94,6 +103,8 @@ class Ledger(RequestReads):
                 audit_chain.rekey(self.db.conn, key)
         last = self.db.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         self._chain = audit_chain.Chain(key, (last[0], last[1]) if last else (0, GENESIS))
+        if self.member is not None and last is not None:
+            audit_chain.check_key(self.db.conn, key, engine.url_shown(self.url or ""))
         self._head = audit_chain.HeadFile(path) if exclusive else None
         self._anchor()
 
@@ -126,116 +137,6 @@ class Ledger(RequestReads):
             self._catalogue = open_reader(self.path)
         return self._catalogue
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One transaction: its events are linked and its rows sealed just before it commits,
-        the head is anchored after, and the budget changes it made reach the listeners then.
-        In a task that joined the group commit (`group_commit.joined`), a write of the shared
-        transaction instead, durable once `committed()` returns."""
-        if group_commit.joining():
-            with self._shared_write():
-                yield
-            return
-        with self._own_transaction():
-            yield
-
-    @contextlib.contextmanager
-    def _own_transaction(self) -> Iterator[None]:
-        self.commit_group()  # what was written before this is committed before it
-        self._budget_changes, self._finals = [], []
-        self._chain.begin()
-        with self.db.atomic():
-            yield
-            head = self._chain.seal(self.db.conn)
-        if head is not None:
-            self._chain.took(head)
-            self._anchor()
-        self._tell_listeners()
-
-    def _tell_listeners(self) -> list[Change]:
-        changes, self._budget_changes = self._budget_changes, []
-        finals, self._finals = self._finals, []
-        for listener in self.budget_listeners if changes else ():
-            listener(changes)
-        for listener in self.final_listeners if finals else ():
-            listener(finals)
-        return changes
-
-    # -- group commit (group_commit.py) -------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _shared_write(self) -> Iterator[None]:
-        """One write of the group transaction, opened if none is: in a savepoint of its own,
-        so a write that fails is taken back alone. Its budget changes reach the listeners as
-        the write ends, as a transaction's would: the totals the policy reads next include
-        them, so requests judged in one turn cannot pass a cap together."""
-        group = self._group
-        if group is None:
-            loop = asyncio.get_running_loop()
-            self._budget_changes, self._finals = [], []
-            self._chain.begin()
-            self.db.conn.execute("BEGIN")
-            group = self._group = group_commit.Group(loop.create_future())
-            loop.call_soon(self.commit_group)  # at the end of this turn of the loop
-        mark = self._chain.mark()
-        self.db.conn.execute("SAVEPOINT shared_write")
-        try:
-            yield
-        except BaseException:
-            if self.db.conn.in_transaction:
-                self.db.conn.execute("ROLLBACK TO shared_write")
-                self.db.conn.execute("RELEASE shared_write")
-            self._chain.rewind(mark)
-            self._budget_changes, self._finals = [], []
-            raise
-        self.db.conn.execute("RELEASE shared_write")
-        group.writes += 1
-        group.changes += self._tell_listeners()
-
-    def commit_group(self) -> None:
-        """Commit the group transaction, if one is open, and wake its writers. If it cannot
-        be committed, nothing of it is: its budget changes are given back to the listeners and
-        its writers' `committed()` raises."""
-        group, self._group = self._group, None
-        if group is None:
-            return
-        try:
-            head = self._chain.seal(self.db.conn)
-            self.db.conn.execute("COMMIT")
-        except BaseException as exc:
-            self.db.rollback()
-            self._chain.begin()
-            given_back = [(buckets, slot, -delta) for buckets, slot, delta in group.changes]
-            for listener in self.budget_listeners if given_back else ():
-                listener(given_back)
-            group.failed(exc)
-            return
-        if head is not None:
-            self._chain.took(head)
-            self._anchor()
-        group.committed()
-
-    async def committed(self) -> None:
-        """Once every write made so far is committed (at once when none is waiting). Awaited
-        right after the writes, with no await between, so the group awaited is the one holding
-        them: a group that failed raises here, to its own writers."""
-        if self._group is not None:
-            await asyncio.shield(self._group.done)
-
-    # -- events -------------------------------------------------------------------------------
-
-    def event(self, request_id: str | None, kind: str, data: dict[str, Any], at: float) -> None:
-        """Add one event to the chain; callers hold the transaction."""
-        self._chain.event(request_id, kind, data, at)
-
-    def seal(self, table: str, key: Any) -> None:
-        """Seal this row (of `audit_chain.SEALED`) as it stands when the transaction commits."""
-        self._chain.touch(table, key)
-
-    def _anchor(self) -> None:
-        if self._head is not None:  # the writer's: a reader never moves the head
-            self._head.write(self._chain.seq, self._chain.hash)
-
     def record_refusal(
         self, request_id: str | None, reason: str, evidence: Evidence, at: float | None = None
     ) -> None:
@@ -265,7 +166,10 @@ class Ledger(RequestReads):
         with self.transaction():
             if self._group is not None:
                 self._group.requests.add(request.id)
+            if self.member is not None:
+                row["broker"] = self.member.key
             rows.insert(self.db, "requests", row)
+            self._notify.add(request.id)
             self.seal("requests", request.id)
             self.event(
                 request.id, "received", event_data.received(request, row), request.created_at
@@ -300,6 +204,7 @@ class Ledger(RequestReads):
         if "estimate" in fields:
             updates["estimate_usdc"] = rows.estimate_units(fields["estimate"])
         rows.update(self.db, "requests", request_id, updates)
+        self._notify.add(request_id)
         self.seal("requests", request_id)
         if self._group is not None:
             self._group.requests.add(request_id)
@@ -316,6 +221,8 @@ class Ledger(RequestReads):
         if change is None:
             return
         self._budget_changes.append(change)
+        if self.member is not None:
+            self.member.record(self.db.conn, change, time.time())
         for grant in budgets.grants_in(change[0]):
             self.seal("grants", grant)
 
@@ -324,6 +231,33 @@ class Ledger(RequestReads):
         if row is None:
             raise KeyError(request_id)
         return State(row[0])
+
+    def orphans(self) -> list[SpendRequest]:
+        """Unfinished requests no running broker answers for, now this one's to finish
+        (recovery). With one broker, every unfinished request: a previous process left it. On
+        a shared ledger, those whose broker died (or that no broker ever answered for), adopted
+        under the writers' lock, so no two brokers adopt one."""
+        if self.member is None:
+            return self.unfinished()
+        unfinished = [str(s) for s in set(State) - FINAL - {State.pending}]
+        query = (
+            f"SELECT id, broker FROM requests WHERE state IN ({','.join('?' * len(unfinished))})"
+        )
+        if all(b in shared.alive(self.db.conn) for _, b in self.db.execute(query, unfinished)):
+            return []  # the common case, read without the lock
+        adopted = []
+        with self.transaction():
+            alive, now = shared.alive(self.db.conn), time.time()
+            for request_id, broker in self.db.execute(query, unfinished).fetchall():
+                if broker in alive:
+                    continue
+                rows.update(self.db, "requests", request_id, {"broker": self.member.key})
+                self.seal("requests", request_id)
+                self._notify.add(request_id)
+                data = {"from_broker": broker, "broker": self.member.key}
+                self.event(request_id, "adopted", data, now)
+                adopted.append(request_id)
+        return [request for request_id in adopted if (request := self.get(request_id))]
 
     # -- decisions and executions -------------------------------------------------------------
 
@@ -334,14 +268,21 @@ class Ledger(RequestReads):
         target: State,
         *,
         budget_rule: str | None = None,
+        recheck: Callable[[], str | None] | None = None,
         **fields: Any,
     ) -> int:
         """Commit a decision and the state it leads to; returns the decision's id. Committed
         before this returns, so no execution can start on an unrecorded decision. An approval
         reserves its ceiling in the budget totals in the same transaction (and in the totals of
-        `budget_rule`, the auto-approve rule that made it)."""
+        `budget_rule`, the auto-approve rule that made it). On a shared ledger, `recheck` says
+        why the approval no longer fits, with the other brokers' reservations now counted
+        (BudgetSpent; nothing written)."""
         with self.transaction():
             check_transition(self._state(request_id), target)
+            if recheck is not None and self.member is not None:
+                spent = recheck()
+                if spent is not None:
+                    raise BudgetSpent(spent)
             if target in (State.approved, State.denied):
                 # In the decision's own transaction: the expiry sweep may not have run yet.
                 row = self.db.execute(
@@ -406,7 +347,10 @@ class Ledger(RequestReads):
             )
             self.seal("executions", execution_id)
             started = {"execution_id": execution_id, "decision_id": decision_id, "attempt": attempt}
-            self._write_state(request_id, State.executing, at, {"reason": None}, started)
+            fields: dict[str, Any] = {"reason": None}
+            if self.member is not None:  # this broker answers for the call from now on
+                fields["broker"] = self.member.key
+            self._write_state(request_id, State.executing, at, fields, started)
         return int(execution_id)
 
     def finish_execution(

@@ -429,6 +429,7 @@ def _downgrade(path: Path) -> None:
             ("requests", "agent_verified"),
             ("requests", "submitter"),
             ("decisions", "evidence"),
+            ("requests", "broker"),
         ):
             raw.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         raw.execute(f"PRAGMA user_version = {FROM_VERSION}")

@@ -242,10 +242,10 @@ def _import_the_console() -> None:
 
 def _sabotage() -> None:
     """The forbidden start-up: executions left in flight are sent again, blindly."""
-    from svc_console.broker import service
+    from svc_console.broker import upkeep
     from svc_console.core.states import State
 
-    recover = service.Broker._recover
+    recover = upkeep.recover
 
     def blind(self: Any) -> Any:
         for request in self.ledger.in_states([State.executing]):
@@ -263,7 +263,7 @@ def _sabotage() -> None:
             )
         return recover(self)
 
-    service.Broker._recover = blind  # type: ignore[method-assign]
+    upkeep.recover = blind  # type: ignore[assignment]
 
 
 class Broker:

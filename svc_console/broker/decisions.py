@@ -19,8 +19,9 @@ from svc_console.broker.deciders import Decider, refuse_own_request
 from svc_console.broker.params import ApproveParams, DenyParams
 from svc_console.core.models import Decision, Estimate, Evidence, SpendRequest, Verdict
 from svc_console.core.money import format_usdc
-from svc_console.core.states import State
+from svc_console.core.states import IllegalTransition, State
 from svc_console.ledger import Ledger, PastLifetime
+from svc_console.ledger.store import BudgetSpent
 from svc_console.policy import PolicyEngine
 from svc_console.policy.grants import grant_id
 
@@ -79,6 +80,7 @@ class Decisions:
         verdict: Verdict,
         now: float,
         learned: dict[str, Any],
+        dataset: Any = None,
     ) -> State:
         """Commit the approval an auto-approve rule gave, naming the rule and its budget, with
         what intake `learned` (its estimate among them)."""
@@ -99,8 +101,21 @@ class Decisions:
                 channel=channel, rule=rule_name, policy_version=verdict.policy_sha256
             ),
         )
-        self.ledger.decide(request.id, decision, State.auto_approved, budget_rule=rule, **learned)
+        still = lambda: self._still_auto_approved(request, learned, now, dataset)  # noqa: E731
+        self.ledger.decide(
+            request.id, decision, State.auto_approved, budget_rule=rule, recheck=still, **learned
+        )
         return State.auto_approved
+
+    def _still_auto_approved(
+        self, request: SpendRequest, learned: dict[str, Any], now: float, dataset: Any
+    ) -> str | None:
+        """Why the policy no longer auto-approves the request, with the budget totals as they
+        now stand (another broker's reservations among them), or None."""
+        verdict = self.policy.evaluate(
+            request, learned["endpoint"], learned["estimate"], now=now, dataset=dataset
+        )
+        return None if verdict.outcome == "auto_approve" else verdict.summary
 
     # -- the operator's decision --------------------------------------------------------------
 
@@ -205,7 +220,8 @@ class Decisions:
             note=params.note,
             evidence=decider.evidence(),
         )
-        self._commit(request, decision, State.approved)
+        blocked_now = lambda: self.policy.approval_blocked(request, self.clock())  # noqa: E731
+        self._commit(request, decision, State.approved, recheck=blocked_now)
         log.info("%s approved by %s up to %s USDC", request.id, decider.by, decision.ceiling_usdc)
         return decision
 
@@ -223,10 +239,24 @@ class Decisions:
         log.info("%s denied by %s", request.id, decider.by)
         return decision
 
-    def _commit(self, request: SpendRequest, decision: Decision, target: State) -> None:
+    def _commit(
+        self,
+        request: SpendRequest,
+        decision: Decision,
+        target: State,
+        recheck: Callable[[], str | None] | None = None,
+    ) -> None:
         try:
-            self.ledger.decide(request.id, decision, target)
+            self.ledger.decide(request.id, decision, target, recheck=recheck)
+        except BudgetSpent as spent:
+            raise errors.BlockedByPolicy(
+                f"the policy forbids approving {request.id}: {spent}"
+            ) from None
         except PastLifetime:
             raise errors.WrongState(
                 f"request {request.id} ran out of time before this decision; nothing was decided"
+            ) from None
+        except IllegalTransition:  # decided meanwhile, by an operator of another broker
+            raise errors.WrongState(
+                f"request {request.id} was decided meanwhile; nothing more was decided"
             ) from None

@@ -28,6 +28,7 @@ from svc_console.core.sanitize import inert_line
 from svc_console.core.states import State
 from svc_console.ledger import Ledger
 from svc_console.ledger.catalogue_search import endpoint_ids
+from svc_console.ledger.store import BudgetSpent
 from svc_console.market import errors
 from svc_console.market.gateway import Marketplace
 from svc_console.market.paid_tools import ToolRefused
@@ -103,13 +104,35 @@ class Intake:
             "verdict": verdict,
             "skill": inspected.skill[:MAX_SKILL_CHARS],
         }
+        return self._commit_verdict(request, learned, now, inspected.dataset)
+
+    def _commit_verdict(
+        self,
+        request: SpendRequest,
+        learned: dict,
+        now: float,
+        dataset: DatasetListing | None,
+        *,
+        again: bool = False,
+    ) -> State:
+        verdict = learned["verdict"]
         if verdict.outcome == "deny":
             self.ledger.transition(
                 request.id, State.denied, at=now, reason=verdict.summary, **learned
             )
             return State.denied
         if verdict.outcome == "auto_approve":
-            return self.decisions.auto_approve(request, verdict, now, learned)
+            try:
+                return self.decisions.auto_approve(request, verdict, now, learned, dataset)
+            except BudgetSpent:
+                if again:
+                    raise
+                # Another broker sharing the ledger reserved first (ledger/shared.py): judged
+                # again on the totals that now count it. No reservation of its own was made.
+                learned["verdict"] = self.policy.evaluate(
+                    request, learned["endpoint"], learned["estimate"], now=now, dataset=dataset
+                )
+                return self._commit_verdict(request, learned, now, dataset, again=True)
         return self.decisions.queue(request.id, now, **learned)
 
     async def _inspect(self, request: SpendRequest) -> Inspection:

@@ -25,10 +25,11 @@ log = logging.getLogger(__name__)
 
 
 def totals_from(ledger: Ledger, now: float) -> RollingTotals:
-    """Rolling totals as the ledger holds them, kept up to date with its commits."""
+    """Rolling totals as the ledger holds them, kept up to date with its commits (and, on a
+    shared ledger, the other brokers': from the snapshot they were loaded from on)."""
     totals = RollingTotals()
     prune(ledger, now - LONGEST - DAY)  # beyond every window: nothing will read it again
-    totals.load(totals_rows(ledger.db, now), now)
+    totals.load(ledger.totals_read(lambda db: list(totals_rows(db, now))), now)
     ledger.budget_listeners.append(totals.apply)
     return totals
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from decimal import Decimal
 from typing import Any
 
-from svc_console.broker import errors
+from svc_console.broker import errors, upkeep
 from svc_console.broker.config import BrokerConfig
 from svc_console.broker.deciders import Decider
 from svc_console.broker.decisions import Decisions, approval_ceiling
@@ -112,9 +112,11 @@ class Broker:
     async def start(self) -> list[SpendRequest]:
         """Recover what a previous process left mid-way, start the expiry clock. Returns the
         requests recovery could not settle (left `unknown`) for the operator to reconcile."""
-        unsettled = self._recover()
+        unsettled = upkeep.recover(self)
         self.grants.start()
-        self._expiry = asyncio.create_task(self._expire_forever(), name="broker-expiry")
+        self._expiry = asyncio.create_task(upkeep.tick_forever(self), name="broker-upkeep")
+        if self.ledger.member is not None:  # a ledger shared with other brokers
+            self._spawn(upkeep.hear_others(self), "broker-hear-others")
         return unsettled
 
     async def stop(self) -> None:
@@ -430,48 +432,6 @@ class Broker:
         except Exception:
             log.exception("execution of %s failed", request_id)
         self._changed(request_id)
-
-    async def _expire_forever(self) -> None:
-        while True:
-            try:
-                self._expire_due()
-            except Exception:
-                log.exception("expiry sweep failed")
-            await asyncio.sleep(self.config.expiry_tick_s)
-
-    def _expire_due(self) -> None:
-        now = self.clock()
-        for request_id in self.ledger.expired_ids(now):
-            self.ledger.transition(
-                request_id,
-                State.expired,
-                at=now,
-                reason="no decision before the request's lifetime ran out",
-            )
-            self._changed(request_id)
-
-    def _recover(self) -> list[SpendRequest]:
-        unsettled = []
-        for request in self.ledger.unfinished():
-            now = self.clock()
-            if request.state in (State.received, State.inspecting):
-                self._spawn(self._take_in(request), f"intake-{request.id}")
-            elif request.state in (State.approved, State.auto_approved):
-                self._spawn(self._execute(request.id), f"execute-{request.id}")
-            elif request.state == State.executing:
-                execution = self.ledger.in_flight_execution(request.id)
-                reason = (
-                    "the console stopped while this call was in flight; it may have been"
-                    " charged: reconcile with the usage history, never retry blindly"
-                )
-                if execution is not None:
-                    self.ledger.finish_execution(execution, State.unknown, at=now, error=reason)
-                else:
-                    self.ledger.transition(request.id, State.unknown, at=now, reason=reason)
-                unsettled.append(self.get(request.id))
-            elif request.state == State.repriced:
-                self.decisions.queue(request.id, now)
-        return unsettled
 
     def _changed(self, request_id: str, known: SpendRequest | None = None) -> None:
         request = known or self.ledger.get(request_id)

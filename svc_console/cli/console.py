@@ -135,11 +135,11 @@ def run_serve(args: argparse.Namespace) -> int:
     runtime = _runtime(policy=getattr(args, "policy", ()))
 
     async def serve() -> None:
-        from svc_console.ledger import LedgerLocked
+        from svc_console.ledger import LedgerRefused
 
         try:
             await runtime.start()
-        except (OSError, LedgerLocked) as exc:
+        except (OSError, LedgerRefused) as exc:
             raise CommandError(str(exc)) from None
 
         # Before the first line: a SIGTERM that follows the banner at once is a clean stop.

@@ -21,6 +21,7 @@ from svc_console.core.models import Decision, Estimate, Evidence, SpendRequest, 
 from svc_console.core.money import format_usdc
 from svc_console.core.states import IllegalTransition, State
 from svc_console.ledger import Ledger, PastLifetime
+from svc_console.ledger import grants as ledger_grants
 from svc_console.ledger.store import BudgetSpent
 from svc_console.policy import PolicyEngine
 from svc_console.policy.grants import grant_id
@@ -111,11 +112,18 @@ class Decisions:
         self, request: SpendRequest, learned: dict[str, Any], now: float, dataset: Any
     ) -> str | None:
         """Why the policy no longer auto-approves the request, with the budget totals as they
-        now stand (another broker's reservations among them), or None."""
-        verdict = self.policy.evaluate(
-            request, learned["endpoint"], learned["estimate"], now=now, dataset=dataset
+        now stand (another broker's reservations among them), or None. A grant is read from
+        the ledger itself: another broker's operator may have revoked it a moment ago."""
+        verdict = self.policy.admit(
+            request, learned["endpoint"], learned["estimate"], now=now, dataset=dataset, count=False
         )
-        return None if verdict.outcome == "auto_approve" else verdict.summary
+        if verdict.outcome != "auto_approve":
+            return verdict.summary
+        rule = next(c.rule for c in verdict.citations if c.effect == "auto_approve")
+        made_by = grant_id(rule)
+        if made_by is not None and not ledger_grants.still_in_force(self.ledger, made_by, now):
+            return f"grant {made_by} has ended"
+        return None
 
     # -- the operator's decision --------------------------------------------------------------
 

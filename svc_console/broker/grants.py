@@ -60,6 +60,20 @@ class OperatorGrants:
                 (to_grant(row), row.used_usdc) for row in grants.in_force(self.ledger, self.clock())
             )
 
+    def follow(self) -> None:
+        """On a shared ledger: take in the grants other brokers' operators made, and drop those
+        they revoked (each tick; an approval under a grant checks it in its own transaction
+        too, `Decisions.auto_approve`)."""
+        if self.book is None:
+            return
+        in_force = {row.id: row for row in grants.in_force(self.ledger, self.clock())}
+        held = {grant.id for grant in self.book.active()}
+        for grant_id in held - in_force.keys():
+            self.book.end(grant_id)
+        for grant_id in in_force.keys() - held:
+            row = in_force[grant_id]
+            self.book.add(to_grant(row), row.used_usdc)
+
     def stop(self) -> None:
         for grant_id in grants.until_stop(self.ledger):
             grants.end(

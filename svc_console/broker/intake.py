@@ -22,6 +22,7 @@ from svc_console.core.models import (
     RiskFlag,
     Severity,
     SpendRequest,
+    Verdict,
 )
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
@@ -112,27 +113,32 @@ class Intake:
         learned: dict,
         now: float,
         dataset: DatasetListing | None,
-        *,
-        again: bool = False,
     ) -> State:
         verdict = learned["verdict"]
+        if verdict.outcome == "auto_approve":
+            try:
+                return self.decisions.auto_approve(request, verdict, now, learned, dataset)
+            except BudgetSpent as spent:
+                # Another broker sharing the ledger reserved first, or ended the grant
+                # (ledger/shared.py): judged again on the totals that now count it; nothing
+                # was reserved. Where this broker's view still says approve, the ledger does
+                # not back it: the operator decides.
+                verdict = self.policy.admit(
+                    request,
+                    learned["endpoint"],
+                    learned["estimate"],
+                    now=now,
+                    dataset=dataset,
+                    count=False,
+                )
+                if verdict.outcome != "deny":
+                    verdict = Verdict(outcome="ask", summary=f"{spent}: the operator decides")
+                learned["verdict"] = verdict
         if verdict.outcome == "deny":
             self.ledger.transition(
                 request.id, State.denied, at=now, reason=verdict.summary, **learned
             )
             return State.denied
-        if verdict.outcome == "auto_approve":
-            try:
-                return self.decisions.auto_approve(request, verdict, now, learned, dataset)
-            except BudgetSpent:
-                if again:
-                    raise
-                # Another broker sharing the ledger reserved first (ledger/shared.py): judged
-                # again on the totals that now count it. No reservation of its own was made.
-                learned["verdict"] = self.policy.evaluate(
-                    request, learned["endpoint"], learned["estimate"], now=now, dataset=dataset
-                )
-                return self._commit_verdict(request, learned, now, dataset, again=True)
         return self.decisions.queue(request.id, now, **learned)
 
     async def _inspect(self, request: SpendRequest) -> Inspection:

@@ -108,9 +108,9 @@ def begin_snapshot(conn: Any) -> None:
 
 
 class WriterLock:
-    """One broker writes a SQLite ledger at a time: an flock on `<path>.lock`, taken before the
-    file is opened. (Brokers sharing a PostgreSQL ledger serialize their transactions in the
-    database instead: `shared`.)"""
+    """One broker a console home: an flock on `<path>.lock`, taken before the ledger is opened.
+    For a SQLite ledger it is also the file's one writer; brokers sharing a PostgreSQL ledger
+    each have a home of their own, and serialize their transactions in the database (`shared`)."""
 
     def __init__(self, path: Path):
         self._fd: int | None = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)

@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 
 from svc_console.core.models import Evidence
-from svc_console.ledger import rows
+from svc_console.ledger import rows, shared
 from svc_console.ledger.store import Ledger
 
 
@@ -67,6 +67,8 @@ def make(
         "evidence": json.dumps(evidence.model_dump(mode="json")),
         "request_id": request_id,
     }
+    if ledger.member is not None:  # the broker whose stop ends a grant "until it stops"
+        row["broker"] = ledger.member.key
     with ledger.transaction():
         grant_id = rows.insert(ledger.db, "grants", row)
         ledger.seal("grants", grant_id)
@@ -116,9 +118,24 @@ def recent(ledger: Ledger, limit: int = 100) -> list[GrantRow]:
 
 
 def until_stop(ledger: Ledger) -> list[int]:
-    """Grants made "until the console stops" that are still open (left by a console that
-    stopped, or crashed, before it could end them)."""
+    """Grants made "until the console stops" that are still open, of this broker's or left by
+    one that stopped, or crashed, before it could end them: on a shared ledger, not those of
+    another broker still running."""
     rows = ledger.db.execute(
-        "SELECT id FROM grants WHERE ended_at IS NULL AND expires_at IS NULL"
+        "SELECT id, broker FROM grants WHERE ended_at IS NULL AND expires_at IS NULL"
     ).fetchall()
-    return [row[0] for row in rows]
+    if ledger.member is None:
+        return [row[0] for row in rows]
+    others = shared.alive(ledger.db.conn) - {ledger.member.key}
+    return [grant_id for grant_id, broker in rows if broker not in others]
+
+
+def still_in_force(ledger: Ledger, grant_id: int, now: float) -> bool:
+    """Read from the ledger (in the caller's transaction, on a shared ledger under the writers'
+    lock): whether the grant is neither ended nor past its time."""
+    found = get(ledger, grant_id)
+    return (
+        found is not None
+        and found.ended_at is None
+        and (found.expires_at is None or found.expires_at > now)
+    )

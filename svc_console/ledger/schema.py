@@ -328,11 +328,13 @@ def _v9(db: Database) -> None:
 
 
 def _v10(db: Database) -> None:
-    """Several brokers on one PostgreSQL ledger (`shared`): which broker is responsible for each
-    unfinished request, and the budget changes each broker commits, for the others to follow.
-    SQLite's single broker writes neither. Safe to meet twice."""
-    if "broker" not in db.column_names("requests"):
-        db.execute("ALTER TABLE requests ADD COLUMN broker INTEGER")
+    """Several brokers on one PostgreSQL ledger (`shared`): which broker answers for each
+    unfinished request and made each grant (one lasting until its broker stops), and the budget
+    changes each broker commits, for the others to follow. SQLite's single broker writes none.
+    Safe to meet twice."""
+    for table in ("requests", "grants"):
+        if "broker" not in db.column_names(table):
+            db.execute(f"ALTER TABLE {table} ADD COLUMN broker INTEGER")
     db.execute(
         "CREATE TABLE IF NOT EXISTS budget_changes (id INTEGER PRIMARY KEY,"
         " broker INTEGER NOT NULL, at REAL NOT NULL, buckets TEXT NOT NULL,"

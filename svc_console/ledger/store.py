@@ -59,10 +59,10 @@ class Ledger(Transactions, RequestReads):
     ):
         """Open (creating if needed) the ledger: the SQLite file at `path`, or with `url` the
         PostgreSQL database it names (`engine`; the key and head files stay beside `path`).
-        `exclusive` opens it for a broker: SQLite's writer's lock, so two brokers never interleave
-        decisions and executions on one file; on PostgreSQL, a place among the brokers that
-        share it (`shared`). `key` is the audit chain's (default: the ledger's own, from
-        `config.audit_key`, made the first time)."""
+        `exclusive` opens it for a broker: the home's lock, so two brokers never interleave
+        decisions and executions on one file; on PostgreSQL, also a place among the brokers
+        that share the database, one a home (`shared`). `key` is the audit chain's (default:
+        the ledger's own, from `config.audit_key`, made the first time)."""
         self.path = path
         self.url = url or None
         self._lock: engine.WriterLock | None = None
@@ -79,7 +79,7 @@ class Ledger(Transactions, RequestReads):
         # Among the brokers of a shared PostgreSQL ledger (`shared`); None on SQLite, and for
         # a reader.
         self.member: shared.Member | None = None
-        if exclusive and self.url is None:
+        if exclusive:  # one broker a console home (on PostgreSQL, a home per broker)
             self._lock = engine.WriterLock(path)
         try:
             self.db = engine.open_database(path, self.url)

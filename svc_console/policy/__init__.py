@@ -41,8 +41,10 @@ class PolicyEngine(Protocol):
         *,
         now: float,
         dataset: Any = None,
+        count: bool = True,
     ) -> Verdict:
-        """The verdict on a new request, brakes included, and counted in their counts."""
+        """The verdict on a new request, brakes included, and counted in their counts; without
+        `count`, the same request judged again (its budgets as they now stand), not counted."""
 
     def resumed(self, agent: str) -> None:
         """The operator resumed an agent the circuit breaker had paused."""
@@ -89,6 +91,7 @@ class ManualReview:
         *,
         now: float,
         dataset: Any = None,
+        count: bool = True,
     ) -> Verdict:
         return self.evaluate(request, endpoint, estimate, now=now, dataset=dataset)
 

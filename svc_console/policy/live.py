@@ -234,9 +234,13 @@ class LivePolicy:
         *,
         now: float,
         dataset: Any = None,
+        count: bool = True,
     ) -> Verdict:
         """The verdict on a new request, brakes included, counted in the brakes' counts. The
-        caller commits it before it awaits anything (see broker/intake.py)."""
+        caller commits it before it awaits anything (see broker/intake.py). Without `count`,
+        the request admitted once judged again on the budgets as they now stand (another
+        broker's reservations among them: ledger/shared.py); the brakes, which counted it the
+        first time, are not asked again."""
         compiled, status = self.compiled, self.status
         paused = self.paused.get(request.agent)
         facts = facts_of(request, endpoint, estimate, dataset)
@@ -248,12 +252,13 @@ class LivePolicy:
             self.totals,
             now,
             auto_allowed=not suspended,
-            brakes=True,
+            brakes=count,
             paused=paused,
             grants=self.grants,
         )
-        denied = result.outcome == "deny"
-        compiled.brakes.count(result.tally, request.id, now, denied=denied)
+        if count:
+            denied = result.outcome == "deny"
+            compiled.brakes.count(result.tally, request.id, now, denied=denied)
         note = "auto-approval is suspended while the policy has errors: the operator decides"
         return to_verdict(result, compiled.sha256, note=note if suspended else None)
 

@@ -25,8 +25,18 @@ import harness
 
 RESULTS = harness.BENCH_DIR / "results.json"
 PROFILES = harness.REPO / "build" / "bench" / "profile"
-# The order of the table: the request's path first, then the screens, then start-up.
-ORDER = ("decision", "throughput", "policy", "approvals", "usage", "catalogue", "startup")
+# The order of the table: the request's path first (on SQLite, then on PostgreSQL), then the
+# screens, then start-up.
+ORDER = (
+    "decision",
+    "throughput",
+    "postgres",
+    "policy",
+    "approvals",
+    "usage",
+    "catalogue",
+    "startup",
+)
 MODULE_TIMEOUT_S = 3600
 PROFILE_LINES = 60
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import statistics
 import traceback
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -80,27 +81,35 @@ def _guarded(
 # -- the decision path ---------------------------------------------------------------------------
 
 
-def _decisions(policy: Path, url: str | None, runs: int) -> tuple[list[float], str, float]:
+def _decisions(
+    policy: Path, url: str | None, runs: int, server_cpu: Callable[[], float] | None = None
+) -> tuple[list[float], str, float, float | None]:
     """bench_decision's samples on one `svc-console serve` (the ledger at `url`, else SQLite);
-    its engine's name; the broker process's CPU milliseconds per request."""
+    its engine's name; the broker process's CPU milliseconds per request, and the database
+    server's when `server_cpu` reads it."""
     rounds = bench_decision.SAMPLES_PER_ROUND
     samples: list[float] = []
     with pg_fleet.Fleet(1, policy, url) as fleet:
         host = fleet.hosts[0]
         bench_decision.measure_decisions(host, bench_decision.WARMUP, 0)
         cpu = host.cpu_seconds()
+        server = server_cpu() if server_cpu else 0.0
         for r in range(runs):
             samples += bench_decision.measure_decisions(
                 host, rounds, bench_decision.WARMUP + r * 1000
             )
         cpu = host.cpu_seconds() - cpu
+        server = server_cpu() - server if server_cpu else 0.0
         engine = fleet.engine
-    return samples, engine, cpu * 1000 / len(samples)
+    per = 1000 / len(samples)
+    return samples, engine, cpu * per, server * per if server_cpu else None
 
 
 def decision(server: Any, policy: Path, runs: int, context: dict[str, Any]) -> BenchResult:
-    sqlite, _, sqlite_cpu = _decisions(policy, None, runs)
-    samples, engine, cpu = _decisions(policy, server.new_database(), runs)
+    sqlite, _, sqlite_cpu, _ = _decisions(policy, None, runs)
+    samples, engine, cpu, server_cpu = _decisions(
+        policy, server.new_database(), runs, lambda: pg_fleet.server_cpu_seconds(server)
+    )
     figures = Figures.of(samples)
     return BenchResult(
         name=DECISION,
@@ -117,13 +126,14 @@ def decision(server: Any, policy: Path, runs: int, context: dict[str, Any]) -> B
             "ledger_rows": 0,
             "policy": engine,
             "broker_cpu_ms_per_request": round(cpu, 3),
+            "postgresql_cpu_ms_per_request": round(server_cpu or 0, 3),
             "sqlite_broker_cpu_ms_per_request": round(sqlite_cpu, 3),
             "clock": "CLOCK_MONOTONIC, agent send to broker listener",
             "broker": "svc-console serve, the sandbox farm as its service",
         },
         note=(
-            f"{pg_fleet.CLUSTER_NOTE}; broker process CPU {cpu:.1f} ms a request"
-            f" (SQLite {sqlite_cpu:.1f}), the sandbox's not in it"
+            f"{pg_fleet.CLUSTER_NOTE}; CPU a request: broker {cpu:.1f} ms (on SQLite"
+            f" {sqlite_cpu:.1f}), PostgreSQL {server_cpu or 0:.1f} ms, the sandbox's in neither"
         ),
     )
 
@@ -131,15 +141,25 @@ def decision(server: Any, policy: Path, runs: int, context: dict[str, Any]) -> B
 # -- throughput ----------------------------------------------------------------------------------
 
 
-def _loads(brokers: int, policy: Path, runs: int, url: Callable[[], str | None]) -> list:
+def _loads(brokers: int, policy: Path, runs: int, server: Any | None) -> list[pg_fleet.Load]:
+    """`runs` measures of `brokers` brokers on a fresh PostgreSQL database each (on SQLite
+    without a server)."""
     agents, each = bench_throughput.AGENTS, bench_throughput.EACH
-    return [pg_fleet.measure(brokers, agents, each, policy, url()) for _ in range(runs)]
+    if server is None:
+        return [pg_fleet.measure(1, agents, each, policy, None) for _ in range(runs)]
+    cpu = partial(pg_fleet.server_cpu_seconds, server)
+    return [
+        pg_fleet.measure(brokers, agents, each, policy, server.new_database(), cpu)
+        for _ in range(runs)
+    ]
 
 
 def _throughput_row(
     brokers: int, loads: list[pg_fleet.Load], baseline: Baseline, context: dict[str, Any]
 ) -> BenchResult:
     cpu = statistics.median(load.cpu_ms for load in loads)
+    server = statistics.median(load.server_cpu_ms or 0 for load in loads)
+    sqlite = statistics.median(context["baseline_broker_cpu_ms_per_decision"])
     return BenchResult(
         name=_throughput_name(brokers),
         unit="req/s",
@@ -159,25 +179,33 @@ def _throughput_row(
             "ledger_rows_after": [load.ledger_rows for load in loads],
             "rejections": [load.rejections for load in loads],
             "brokers_cpu_ms_per_decision": [round(load.cpu_ms, 3) for load in loads],
+            "postgresql_cpu_ms_per_decision": [round(load.server_cpu_ms or 0, 3) for load in loads],
             "sandbox_processes": pg_fleet.SANDBOX_PROCESSES,
         },
-        note=f"{pg_fleet.CLUSTER_NOTE}; brokers' CPU {cpu:.2f} ms a decision",
+        note=(
+            f"{pg_fleet.CLUSTER_NOTE}; CPU a decision: brokers {cpu:.2f} ms (one on SQLite"
+            f" {sqlite:.2f}), PostgreSQL {server:.2f} ms"
+        ),
     )
 
 
 def throughput(server: Any, policy: Path, runs: int, context: dict[str, Any]) -> list:
-    sqlite = _loads(1, policy, runs, lambda: None)
+    sqlite = _loads(1, policy, runs, None)
     baseline = Baseline(
         "one broker on its SQLite ledger, same harness and run (counterpart of"
         f" bench_throughput's 'throughput, {bench_throughput.AGENTS} agents')",
         Figures.of([load.rate for load in sqlite]),
     )
-    context = {**context, "baseline_lost": [load.lost for load in sqlite]}
+    context = {
+        **context,
+        "baseline_lost": [load.lost for load in sqlite],
+        "baseline_broker_cpu_ms_per_decision": [round(load.cpu_ms, 3) for load in sqlite],
+    }
     results = []
     for brokers in BROKERS:
         name = _throughput_name(brokers)
         try:
-            loads = _loads(brokers, policy, runs, server.new_database)
+            loads = _loads(brokers, policy, runs, server)
         except RuntimeError as exc:  # a broker that did not start: this row says why
             why = str(exc).strip().splitlines()[-1]
             print(f"!! {name}: {why}", flush=True)

@@ -17,11 +17,13 @@ home: the same harness on the other engine, for the side-by-side figures.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +60,26 @@ def start_cluster() -> Any:
         server.stop()
         raise Unavailable(str(exc)) from None
     return server
+
+
+def server_cpu_seconds(server: Any) -> float:
+    """The cluster's CPU time so far (user and system): the postmaster's, its live backends' and
+    that of the backends it has reaped. Read from /proc, as root or as the server's user."""
+    tick = os.sysconf("SC_CLK_TCK")
+    postmaster = int((server.folder / "data" / "postmaster.pid").read_text().split()[0])
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # The fields after the command's closing parenthesis: state, ppid, ... utime (12th).
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # a process that ended meanwhile
+        pid = int(stat.parent.name)
+        if pid == postmaster:
+            total += sum(int(f) for f in fields[11:15])  # its own and its reaped children's
+        elif int(fields[1]) == postmaster:
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
 
 
 def server_version(url: str) -> str:
@@ -155,6 +177,7 @@ class Load:
     rejections: dict[str, int]
     cpu_ms: float  # the brokers' CPU (all of them) per decided request
     per_broker: list[int]  # requests each broker decided
+    server_cpu_ms: float | None  # PostgreSQL's CPU per decided request (None: on SQLite)
 
 
 def _start_agents(fleet: Fleet, agents: int, each: int) -> subprocess.Popen[str]:
@@ -170,13 +193,22 @@ def _start_agents(fleet: Fleet, agents: int, each: int) -> subprocess.Popen[str]
     return load
 
 
-def measure(brokers: int, agents: int, each: int, policy: Path, url: str | None) -> Load:
+def measure(
+    brokers: int,
+    agents: int,
+    each: int,
+    policy: Path,
+    url: str | None,
+    server_cpu: Callable[[], float] | None = None,
+) -> Load:
     """Requests decided a second, from go to the last one visible decided on any broker (the
-    brokers' clocks are the machine's one CLOCK_MONOTONIC), as bench_throughput measures it."""
+    brokers' clocks are the machine's one CLOCK_MONOTONIC), as bench_throughput measures it;
+    `server_cpu` reads the database server's CPU seconds, when it has a process of its own."""
     with Fleet(brokers, policy, url) as fleet:
         load = _start_agents(fleet, agents, each)
         assert load.stdin is not None and load.stdout is not None
         cpu = fleet.cpu_seconds()
+        server = server_cpu() if server_cpu else 0.0
         load.stdin.write("go\n")
         load.stdin.flush()
         report = json.loads(load.stdout.readline())
@@ -190,6 +222,7 @@ def measure(brokers: int, agents: int, each: int, policy: Path, url: str | None)
             per_broker.append(len(mine))
             seen.update(mine)
         cpu = fleet.cpu_seconds() - cpu
+        server = server_cpu() - server if server_cpu else 0.0
         rows, rejections = fleet.ledger_counts()
     last = max((ns for _, ns in seen.values()), default=report["go_ns"])
     states: dict[str, int] = {}
@@ -207,6 +240,7 @@ def measure(brokers: int, agents: int, each: int, policy: Path, url: str | None)
         rejections=rejections,
         cpu_ms=cpu * 1000 / max(decided, 1),
         per_broker=per_broker,
+        server_cpu_ms=server * 1000 / max(decided, 1) if server_cpu else None,
     )
 
 

@@ -206,7 +206,7 @@ def throughput(server: Any, policy: Path, runs: int, context: dict[str, Any]) ->
         name = _throughput_name(brokers)
         try:
             loads = _loads(brokers, policy, runs, server)
-        except RuntimeError as exc:  # a broker that did not start: this row says why
+        except (RuntimeError, OSError) as exc:  # a broker that did not start: this row says why
             why = str(exc).strip().splitlines()[-1]
             print(f"!! {name}: {why}", flush=True)
             row = harness.not_measured(name, "req/s", bench_throughput.TARGET, why, **context)

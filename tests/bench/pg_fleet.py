@@ -125,15 +125,20 @@ class Fleet:
                 home = self.root / f"broker-{n}"
                 if self.hosts:
                     home.mkdir(mode=0o700)
-                    first = self.hosts[0].ledger_path()
-                    key = first.with_name(first.name + ".key")
-                    shutil.copy2(key, home / key.name)
+                    self._share_key(home)
                 host = ServeHost(home, sandbox=sandbox, policy=self.policy, url=self.url)
                 self.hosts.append(self._stack.enter_context(host))
         except BaseException:
             self.__exit__()
             raise
         return self
+
+    def _share_key(self, home: Path) -> None:
+        first = self.hosts[0].ledger_path()
+        key = first.with_name(first.name + ".key")
+        if not key.exists():  # an OS keyring holds it, under each home's own ledger path
+            raise RuntimeError(f"the first broker's audit key is not in a file ({key})")
+        shutil.copy2(key, home / key.name)
 
     def __exit__(self, *exc: object) -> None:
         try:

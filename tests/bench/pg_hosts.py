@@ -102,7 +102,8 @@ def _watch(broker: Any, runtime: Any, out: Any, engine: str) -> None:
             if line.strip() == "cpu":
                 loop.call_soon_threadsafe(report_cpu)
         # As an operator stops `svc-console serve`: the command's own handler shuts it down.
-        os.kill(os.getpid(), signal.SIGTERM)
+        # Sent from the loop, so never before the command has put that handler in place.
+        loop.call_soon_threadsafe(os.kill, os.getpid(), signal.SIGTERM)
 
     broker.subscribe(visible)
     out.write(f"ready {runtime.paths.socket} {json.dumps(engine)}\n")

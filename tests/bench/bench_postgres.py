@@ -10,15 +10,16 @@ database. Where no PostgreSQL can be started, every row is there, skipped, with 
   as its service). Baseline: the same harness with the SQLite ledger, same run.
 - Throughput: `bench_throughput`'s measure (200 agents, 1,000 requests, go to the last decided,
   none lost) against N brokers sharing one PostgreSQL ledger (`pg_fleet.py`), N in `BROKERS`: one
-  broker, then two. A broker that cannot start (a second one on a ledger another broker holds is
-  refused today) makes that row a row with the error, and the run goes on. Baseline: one broker
-  on its SQLite file, same harness and run.
+  broker, then two (BENCH_PG_BROKERS=1,2,4 for others). A broker that cannot start (a second one
+  on a ledger another broker holds is refused today) makes that row a row with the error, and the
+  run goes on. Baseline: one broker on its SQLite file, same harness and run.
 - Usage screen at 1,000,000 charges: `bench_usage`'s first paint, page down and peak memory, the
   charges loaded by COPY (`pg_usage.py`). Baseline: `bench_usage`'s own SQLite measure, same run.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import traceback
 from collections.abc import Callable
@@ -35,7 +36,8 @@ import pg_usage
 import policy_engine
 from harness import Baseline, BenchResult, Figures, Target
 
-BROKERS = (1, 2)  # brokers sharing one PostgreSQL ledger, one throughput row each
+# Brokers sharing one PostgreSQL ledger, one throughput row each: BENCH_PG_BROKERS=1,2,4 to choose.
+BROKERS = tuple(int(n) for n in os.environ.get("BENCH_PG_BROKERS", "1,2").split(",") if n.strip())
 USAGE_ROWS = 1_000_000
 ON_PG = "PostgreSQL ledger"
 

@@ -21,7 +21,9 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 # Every performance target beside its baseline (tests/bench/run.py): RUNS=N repeats, ONLY=a,b
-# picks benchmarks, PROFILE=decision profiles one of them instead.
+# picks benchmarks, PROFILE=decision profiles one of them instead. The PostgreSQL rows
+# (ONLY=postgres) start their own throwaway cluster, skipped where none is installed;
+# BENCH_PG_BROKERS=1,2,4 sets how many brokers share its ledger.
 BENCH_ARGS = $(if $(RUNS),--runs $(RUNS)) $(if $(ONLY),--only $(ONLY)) $(if $(PROFILE),--profile $(PROFILE))
 bench: $(STAMP)
 	$(BIN)/python tests/bench/run.py $(strip $(BENCH_ARGS))

@@ -194,6 +194,23 @@ class BenchResult:
         )
 
 
+def not_measured(
+    name: str, unit: str, target: Target, why: str, *, skipped: bool = False, **context: Any
+) -> BenchResult:
+    """A row for a figure that could not be taken (nothing to run it on here, or a setup the
+    console refuses): no figures, the target not met, and why in its note and its context, so
+    one missing figure never takes the rest of the run with it."""
+    return BenchResult(
+        name=name,
+        unit=unit,
+        figures=Figures(None, None, None, None, 0),  # type: ignore[arg-type]
+        target=target,
+        conditions={"measured": False},
+        context={**context, "skipped" if skipped else "error": why},
+        note=f"{'skipped' if skipped else 'not measured'}: {why}",
+    )
+
+
 # -- timing -----------------------------------------------------------------------------------
 
 

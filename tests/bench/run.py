@@ -25,8 +25,18 @@ import harness
 
 RESULTS = harness.BENCH_DIR / "results.json"
 PROFILES = harness.REPO / "build" / "bench" / "profile"
-# The order of the table: the request's path first, then the screens, then start-up.
-ORDER = ("decision", "throughput", "policy", "approvals", "usage", "catalogue", "startup")
+# The order of the table: the request's path first (on SQLite, then on PostgreSQL), then the
+# screens, then start-up.
+ORDER = (
+    "decision",
+    "throughput",
+    "postgres",
+    "policy",
+    "approvals",
+    "usage",
+    "catalogue",
+    "startup",
+)
 MODULE_TIMEOUT_S = 3600
 PROFILE_LINES = 60
 
@@ -154,8 +164,14 @@ def main() -> int:
         merged = _merge(results, chosen)
         harness.write_json(merged, RESULTS)
         print(f"\nwritten: {RESULTS.relative_to(harness.REPO)} ({len(merged)} benchmarks)")
-    missed = [r.name for r in results if not r.meets_target]
-    print(f"targets met: {len(results) - len(missed)} of {len(results)}")
+    # A row without figures (no PostgreSQL here, a setup refused) is said apart from a miss.
+    measured = [r for r in results if r.conditions.get("measured", True)]
+    missed = [r.name for r in measured if not r.meets_target]
+    unmeasured = len(results) - len(measured)
+    print(
+        f"targets met: {len(measured) - len(missed)} of {len(measured)}"
+        + (f"; {unmeasured} not measured (see the notes)" if unmeasured else "")
+    )
     if failed:
         print(f"benchmarks that failed to run: {', '.join(failed)}")
     return 1 if failed else 0

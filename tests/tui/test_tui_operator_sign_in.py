@@ -206,3 +206,31 @@ def test_snapshot_the_sign_in_of_the_console_running_the_broker(snap_compare: An
         await type_text(pilot, "secret")  # masked
 
     assert snap_compare(app, terminal_size=(100, 24), run_before=run_before)
+
+
+async def test_a_grant_revoked_after_signing_in_names_the_operator(console, alice):
+    from svc_console.broker.params import ApproveParams
+    from svc_console.tui.grants.screen import GrantsScreen
+    from svc_console.tui.grants.table import GrantsTable
+    from svc_console.tui.policies.dialogs import ConfirmPolicyChange
+
+    app = console("alice")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await asked(pilot)
+        await type_text(pilot, alice)
+        await pilot.press("enter")
+        await started(pilot)
+        broker = app.runtime.broker
+        request_id = await submitted(app)
+        await until(pilot, lambda: broker.get(request_id).state == State.pending)
+        await broker.approve(ApproveParams(request_id=request_id, grant_for="1h", grant_total=1))
+        await pilot.press("g")
+        await until(pilot, lambda: isinstance(app.screen, GrantsScreen))
+        await until(pilot, lambda: app.screen.query_one(GrantsTable).row_count == 1)
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmPolicyChange))
+        await pilot.click("#confirm")
+        await until(pilot, lambda: broker.grants.in_force() == [])
+        (ended,) = broker.grants.recent()
+        assert ended.created_by == "tui" and ended.ended_by == "alice"
+        assert broker.get(request_id).decision.by == "alice"

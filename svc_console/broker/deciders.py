@@ -4,17 +4,23 @@ process that submitted it, or a process running under it.
 The TUI decides in its own process; the CLI (or any tool of the operator's) over the operator
 socket, where the kernel names the peer's uid and pid. The decider's evidence (channel, uid, pid,
 process name) is recorded with the decision; nothing the caller says about itself is, except the
-operator's name once their account's token proved it (or, in the TUI, the console's own
-setting: the TUI is the owner's own terminal).
+operator's name once their account's token proved it. In the TUI, that is the operator who signed
+in at start once accounts exist; without accounts, the console's own setting (`[operator] name`:
+the TUI is the owner's own terminal).
+
+The operator's acts that are not decisions but still touch money or permissions (revoking a
+grant, a funding checkout, a funded retry) need the same proof over the operator socket, and the
+ones that change something are kept in the audit chain with who did them (`record_act`).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from svc_console.broker import errors
+from svc_console.broker.params import Credentials
 from svc_console.core import processes
 from svc_console.core.models import Evidence, SpendRequest, Submitter
 
@@ -33,7 +39,8 @@ class Decider:
     channel: Literal["tui", "cli"]
     uid: int | None
     pid: int | None
-    operator: str | None = None  # the operator's account (or, in the TUI, its setting)
+    # The operator's proven account (or, in a TUI without accounts, its setting).
+    operator: str | None = None
 
     @classmethod
     def this_process(cls, operator: str | None = None) -> Decider:
@@ -88,3 +95,35 @@ def refuse_own_request(request: SpendRequest, decider: Decider) -> None:
             " comes from that process or one it started: an agent cannot decide its own"
             " request. Decide it from the console's TUI or another terminal."
         )
+
+
+def credentials_of(params: dict[str, Any]) -> tuple[Credentials, dict[str, Any]]:
+    """Who acts, taken out of a method's params that have no field for it (a grant's id, a
+    request's funding): the credentials, and the params without them."""
+    fields = Credentials.model_fields
+    given = Credentials.model_validate({k: v for k, v in params.items() if k in fields})
+    return given, {k: v for k, v in params.items() if k not in fields}
+
+
+def record_act(broker: Any, request_id: str | None, kind: str, decider: Decider) -> None:
+    """Keep an operator's act that is not a decision (a funding checkout, a funded retry) in
+    the audit chain, naming who did it: invariant 10 covers every fact that moves money."""
+    data = {"by": decider.by, "evidence": decider.evidence().model_dump(mode="json")}
+    with broker.ledger.transaction():
+        broker.ledger.event(request_id, kind, data, broker.clock())
+
+
+class RetryRecorded:
+    """The broker as `Funding` sees it, keeping who asked for a funded retry the moment the
+    retry starts: one refused (the balance short, retried already) records nothing."""
+
+    def __init__(self, broker: Any, decider: Decider):
+        self._broker, self._decider = broker, decider
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._broker, name)
+
+    async def retry_funded(self, request_id: str) -> Any:
+        request = await self._broker.retry_funded(request_id)
+        record_act(self._broker, request_id, "funding_retry", self._decider)
+        return request

@@ -5,7 +5,11 @@ The agents' socket serves `console.hello` and `spend.*`; the operator socket ser
 `console.hello`, `approvals.*` (`approvals.follow`: the queue's changes pushed, `broker.follow`),
 `wallet.fund_*` (funding a request that waits for funds, through
 to its single retry: `broker.funding`), `agents.sync` and the paused agents (`agents.paused`,
-`agents.resume`) and grants (`grants.list`, `grants.revoke`). A method asked of the wrong socket is
+`agents.resume`) and grants (`grants.list`, `grants.revoke`). Once operator accounts exist, every
+method that changes money or permissions (the decisions, `agents.resume`, `grants.revoke`,
+`wallet.fund_*`) needs an account's name and token, and what it records names that operator;
+`agents.sync` does not: it only cancels what the agents' registry already revoked, as every
+start does. A method asked of the wrong socket is
 refused, never served: an agent cannot reach an operator method whatever it says. On the agents'
 socket every call speaks for the identity the connection is bound to (`agent_access`), and
 requests, idempotency keys, waits and cancels are that identity's alone: another agent's request
@@ -26,7 +30,14 @@ from typing import Any, Protocol
 from svc_console import __version__
 from svc_console.broker import errors, jsonrpc
 from svc_console.broker.agent_access import AgentAccess, Identity
-from svc_console.broker.deciders import Decider, Peer, submitter_of
+from svc_console.broker.deciders import (
+    Decider,
+    Peer,
+    RetryRecorded,
+    credentials_of,
+    record_act,
+    submitter_of,
+)
 from svc_console.broker.follow import Subscription, threshold_text
 from svc_console.broker.funding import Funding
 from svc_console.broker.limits import Limits
@@ -318,12 +329,19 @@ class Methods:
 
     async def fund_start(self, caller: Caller, params: dict[str, Any]) -> Any:
         """A funding checkout for what the wallet lacks of what the request needs."""
+        given, params = credentials_of(params)
         request_id = RequestParams.model_validate(params).request_id
-        return await Funding(self.broker).start(request_id)
+        decider = await self._decider(caller, request_id, given, passphrase=False)
+        started = await Funding(self.broker).start(request_id)
+        if started["checkout"] is not None:  # a balance that covers it opens none
+            record_act(self.broker, request_id, "funding_checkout", decider)
+        return started
 
     async def fund_wait(self, caller: Caller, params: dict[str, Any]) -> Any:
         """Until the balance covers the request, changes, or the request stops waiting."""
+        given, params = credentials_of(params)
         wait = FundWaitParams.model_validate(params)
+        await self._decider(caller, wait.request_id, given, passphrase=False)
         with self._waiting(caller):
             return await Funding(self.broker).wait(
                 wait.request_id, wait.timeout_s, wait.balance_usdc
@@ -331,9 +349,12 @@ class Methods:
 
     async def fund_retry(self, caller: Caller, params: dict[str, Any]) -> Any:
         """The single retry, once the balance covers the request; the request when it ends."""
+        given, params = credentials_of(params)
         wait = WaitParams.model_validate(params)
+        decider = await self._decider(caller, wait.request_id, given, passphrase=False)
         with self._waiting(caller):
-            return public(await Funding(self.broker).retry(wait.request_id, wait.timeout_s))
+            funding = Funding(RetryRecorded(self.broker, decider))  # type: ignore[arg-type]
+            return public(await funding.retry(wait.request_id, wait.timeout_s))
 
     async def sync_agents(self, caller: Caller, params: dict[str, Any]) -> Any:
         """After `svc-console agents revoke`: cancel what revoked agents left undecided."""
@@ -358,8 +379,9 @@ class Methods:
         return [row.__dict__ for row in rows]
 
     async def revoke_grant(self, caller: Caller, params: dict[str, Any]) -> Any:
+        given, params = credentials_of(params)
         revoke = GrantParams.model_validate(params)
-        decider = Decider.on_operator_socket(caller.peer)
+        decider = await self._decider(caller, None, given, passphrase=False)
         return self.broker.grants.revoke(revoke.grant_id, decider).__dict__
 
     def _passphrase_set(self) -> bool:
@@ -368,11 +390,19 @@ class Methods:
     def _accounts(self) -> bool:
         return self.operators is not None and self.operators.any()
 
-    async def _decider(self, caller: Caller, request_id: str | None, given: Credentials) -> Decider:
+    async def _decider(
+        self,
+        caller: Caller,
+        request_id: str | None,
+        given: Credentials,
+        *,
+        passphrase: bool = True,
+    ) -> Decider:
         """Who decides over this socket. With operator accounts, an account's name and token
         (the passphrase no longer counts); without, the passphrase once one is set: a same-user
         agent can read every file the operator can, but not what the operator knows. A refusal
-        is kept in the audit chain."""
+        is kept in the audit chain. `passphrase=False`: an act the passphrase never guarded
+        (revoking a grant, funding), which only operator accounts put behind a token."""
         decider = Decider.on_operator_socket(caller.peer)
         if self._accounts():
             assert self.operators is not None
@@ -397,7 +427,7 @@ class Methods:
                 "this console has no operator accounts (svc-console operators add NAME):"
                 " drop --operator; nothing was decided"
             )
-        if not self._passphrase_set():
+        if not passphrase or not self._passphrase_set():
             return decider
         assert self.passphrase is not None
         typed = given.passphrase

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -59,6 +59,16 @@ def _keep_logging_off_the_screen() -> None:
     root = logging.getLogger()
     if not root.handlers:
         root.addHandler(logging.NullHandler())
+
+
+def _accounts_exist(path: Path) -> bool:
+    """Whether operator accounts exist, so that someone signs in before the queue is shown."""
+    from svc_console.config.operator_accounts import AccountsError, OperatorAccounts
+
+    try:
+        return OperatorAccounts(path).any()
+    except AccountsError:
+        return True  # a file that cannot be read: nothing shown until the start says why
 
 
 class ConsoleApp(App[None]):
@@ -237,9 +247,9 @@ class ConsoleApp(App[None]):
         when_lost = getattr(self.runtime.broker, "when_lost", None)
         if when_lost is not None:  # attached to a broker running elsewhere
             when_lost(self._broker_lost)
-        sign_in = getattr(self.runtime, "sign_in", None)
-        if sign_in is not None and sign_in.needed():
-            # Attached to a broker with operator accounts: who decides here, asked once.
+        sign_in = self._sign_in()
+        if sign_in.needed():
+            # Operator accounts: who decides here, asked once; it replaces the passphrase.
             from svc_console.tui.attached.sign_in import SignInScreen
 
             self.push_screen(SignInScreen(sign_in), self._unlock_answered)
@@ -254,16 +264,27 @@ class ConsoleApp(App[None]):
             return
         await self._open()
 
+    def _sign_in(self) -> Any:
+        """Who signs in once operator accounts exist: an attached console's own sign-in (to
+        the broker it attached to), else the one of this console's own broker."""
+        sign_in = getattr(self.runtime, "sign_in", None)
+        if sign_in is None:
+            from svc_console.tui.sign_in import EmbeddedSignIn
+
+            sign_in = EmbeddedSignIn(self.runtime)
+        return sign_in
+
     async def _show_queue_preview(self) -> None:
         """The pending requests as the ledger holds them, on the terminal before the broker's
         import and start (most of the start-up): the placeholder gives way to them. Not while
-        the console is locked: its queue is for the operator who unlocks it."""
+        the console is locked: its queue is for the operator who unlocks it (or signs in, once
+        operator accounts exist)."""
         from svc_console.config.operator_passphrase import OperatorPassphrase
 
         passphrase = self.runtime.passphrase
         if passphrase is None:
             passphrase = OperatorPassphrase(self.runtime.paths.operator_passphrase)
-        if passphrase.is_set():
+        if passphrase.is_set() or _accounts_exist(self.runtime.paths.operator_accounts):
             return
         from svc_console.tui.approvals.first_frame import QueuePreview
 

@@ -41,6 +41,9 @@ class SecretCheckScreen(ModalScreen[bool]):
     def first_field(self) -> str:
         return self.SECRET
 
+    def refused(self) -> None:
+        """A wrong try, just counted; on the event loop. Nothing more by default."""
+
     def on_mount(self) -> None:
         for field in self.query(Input):
             field.cursor_blink = getattr(self.app, "cursor_blink", True)
@@ -62,6 +65,7 @@ class SecretCheckScreen(ModalScreen[bool]):
             self.dismiss(True)
             return
         self.attempts += 1
+        self.refused()
         for field in self.query(Input):
             field.disabled = False
         secret = self.query_one(self.SECRET, Input)

@@ -1,24 +1,28 @@
 """Operators are identities: once operator accounts exist, a decision over the operator socket
 needs an account's name and token, names that operator in the decision, its audit event and the
 history, and anything else (no name, an unknown name, a wrong token, the old passphrase) is
-refused, recorded, and decides nothing."""
+refused, recorded, and decides nothing. The same holds for the operator's other acts on money
+and permissions: revoking a grant, and funding a request that waits for funds."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Awaitable, Callable
+from decimal import Decimal
 from typing import Any
 
 import pytest
-from helpers import SEARCH, eventually, operator
+from helpers import SEARCH, awaiting_funds, eventually, fund_like_a_browser, operator
 
 from svc_console.agent import AgentError, AsyncAgent
 from svc_console.broker import BrokerConfig
+from svc_console.broker.params import ApproveParams
 from svc_console.config.agents import AgentSettings
 from svc_console.config.operator_accounts import OperatorAccounts
 from svc_console.config.operator_passphrase import OperatorPassphrase
 from svc_console.core.states import State
+from svc_console.ledger import audit
 from svc_console.runtime import Runtime
 
 OPEN = AgentSettings(enrolment="open")
@@ -143,3 +147,131 @@ async def test_an_account_added_later_counts_from_the_next_start_a_removal_at_on
             "approvals.approve", {"request_id": second, "operator": "bob", "token": bob}
         )
     assert approved["decision"]["by"] == "bob"
+
+
+# -- the operator's other acts on money and permissions -------------------------------------------
+
+# Each funding method with what it takes besides the request.
+FUNDING = {"wallet.fund_start": {}, "wallet.fund_wait": {"timeout_s": 1}, "wallet.fund_retry": {}}
+
+
+async def granted(runtime: Runtime) -> int:
+    """A grant in force, made by an approval in the TUI's process (`decisions` are tested above)."""
+    request_id = await pending_request(runtime)
+    await runtime.broker.approve(
+        ApproveParams(request_id=request_id, grant_for="1h", grant_total=1)
+    )
+    (grant,) = runtime.broker.grants.in_force()
+    return grant.id
+
+
+def kinds(runtime: Runtime, request_id: str) -> list[str]:
+    return [event["type"] for event in runtime.ledger.events(request_id)]
+
+
+def event_data(runtime: Runtime, request_id: str, kind: str) -> list[dict[str, Any]]:
+    return [json.loads(e["data"]) for e in runtime.ledger.events(request_id) if e["type"] == kind]
+
+
+async def test_revoking_a_grant_needs_an_operators_token_and_names_them(start, paths):
+    alice = OperatorAccounts(paths.operator_accounts).add("alice")
+    runtime = await start()
+    grant_id = await granted(runtime)
+    tries = [{}, {"operator": "alice", "token": "svcop_not-it"}, {"operator": "mallory"}]
+    async with operator(runtime) as line:
+        for given in tries:
+            with pytest.raises(AgentError) as refused:
+                await line.call("grants.revoke", {"grant_id": grant_id, **given})
+            assert refused.value.reason == "operator_required"
+            assert "operator account" in refused.value.message
+        # Nothing changed: the grant is in force, as it was.
+        assert [g.id for g in runtime.broker.grants.in_force()] == [grant_id]
+        revoked = await line.call(
+            "grants.revoke", {"grant_id": grant_id, "operator": "alice", "token": alice}
+        )
+    assert revoked["ended_by"] == "alice"
+    assert runtime.broker.grants.in_force() == []
+    ended = event_data(runtime, revoked["request_id"], "grant_ended")
+    assert ended[0]["ended_by"] == "alice"
+
+
+async def test_a_bad_revoke_with_a_good_token_is_refused_and_changes_nothing(start, paths):
+    alice = OperatorAccounts(paths.operator_accounts).add("alice")
+    runtime = await start()
+    grant_id = await granted(runtime)
+    me = {"operator": "alice", "token": alice}
+    async with operator(runtime) as line:
+        for params, reason in [
+            ({"grant_id": grant_id + 1, **me}, "wrong_state"),  # no such grant
+            ({"grant_id": grant_id, **me, "also": 1}, "invalid_params"),  # an unknown field
+            ({"grant_id": grant_id, "operator": "alice", "token": 7}, "invalid_params"),
+        ]:
+            with pytest.raises(AgentError) as refused:
+                await line.call("grants.revoke", params)
+            assert refused.value.reason == reason
+    assert [g.id for g in runtime.broker.grants.in_force()] == [grant_id]
+
+
+async def test_funding_needs_an_operators_token_and_changes_nothing_without(
+    make_runtime, keep_started, sandbox, paths
+):
+    OperatorAccounts(paths.operator_accounts).add("alice")
+    runtime = await keep_started(make_runtime(funding_poll_s=0.02))
+    request_id = await awaiting_funds(runtime, sandbox, balance="0.004")
+    before = kinds(runtime, request_id)
+    async with operator(runtime) as line:
+        for method, more in FUNDING.items():
+            for given in ({}, {"operator": "alice", "token": "svcop_not-it"}):
+                with pytest.raises(AgentError) as refused:
+                    await line.call(method, {"request_id": request_id, **more, **given})
+                assert refused.value.reason == "operator_required", method
+                assert "nothing was decided" in refused.value.message
+    # Still waiting for funds, its one retry kept, no checkout opened: only the refusals kept.
+    assert runtime.broker.get(request_id).state == State.awaiting_funds
+    assert runtime.ledger.attempts(request_id) == 1
+    assert sandbox.state.balance == Decimal("0.004")
+    added = kinds(runtime, request_id)[len(before) :]
+    assert added == ["decision_refused"] * 6
+
+
+async def test_funding_with_a_token_names_the_operator_in_the_checkout_and_the_retry(
+    make_runtime, keep_started, sandbox, paths
+):
+    alice = OperatorAccounts(paths.operator_accounts).add("alice")
+    runtime = await keep_started(make_runtime(funding_poll_s=0.02))
+    request_id = await awaiting_funds(runtime, sandbox, balance="0.004")
+    me = {"request_id": request_id, "operator": "alice", "token": alice}
+    async with operator(runtime) as line:
+        started = await line.call("wallet.fund_start", me)
+        # Refused before the wallet covers it: no retry, nothing recorded of one.
+        with pytest.raises(AgentError) as early:
+            await line.call("wallet.fund_retry", me)
+        assert early.value.reason == "wrong_state"
+        assert "funding_retry" not in kinds(runtime, request_id)
+        assert await fund_like_a_browser(started["checkout"]["checkout_url"]) == Decimal("0.006")
+        waited = await line.call(
+            "wallet.fund_wait", {**me, "timeout_s": 30, "balance_usdc": "0.004"}
+        )
+        assert waited["covered"] is True
+        done = await line.call("wallet.fund_retry", {**me, "timeout_s": 30})
+    assert done["state"] == "succeeded"
+    for kind in ("funding_checkout", "funding_retry"):
+        (said,) = event_data(runtime, request_id, kind)
+        assert said["by"] == "alice" and said["evidence"]["operator"] == "alice"
+        assert said["evidence"]["channel"] == "cli"
+    assert alice not in "\n".join(runtime.ledger.db.conn.iterdump())
+    report = audit.verify(runtime.ledger.path, url=runtime.ledger.url)
+    assert report.intact, (report.broken, report.problems)
+
+
+async def test_without_accounts_revoking_and_funding_need_no_operator(start):
+    runtime = await start()
+    grant_id = await granted(runtime)
+    async with operator(runtime) as line:
+        with pytest.raises(AgentError) as named:
+            await line.call("grants.revoke", {"grant_id": grant_id, "operator": "alice"})
+        assert named.value.reason == "operator_required"
+        assert "no operator accounts" in named.value.message
+        assert [g.id for g in runtime.broker.grants.in_force()] == [grant_id]
+        revoked = await line.call("grants.revoke", {"grant_id": grant_id})
+    assert revoked["ended_by"] == "cli"

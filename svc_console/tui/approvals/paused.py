@@ -82,7 +82,9 @@ class ResumeKey:
             self.notify(text, title="Which agent?", severity="warning", markup=False)
             return
         try:
-            resumed = self.broker.pauses.resume(agent, Decider.this_process())
+            # Named as the console's decisions are (attached: the broker names who signed in).
+            operator = getattr(self.broker.decisions, "console_operator", None)
+            resumed = self.broker.pauses.resume(agent, Decider.this_process(operator))
             if inspect.isawaitable(resumed):  # attached: over the operator socket
                 await resumed
         except BrokerError as exc:

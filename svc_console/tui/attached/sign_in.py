@@ -1,8 +1,9 @@
 """An attached console's sign-in, when the broker has operator accounts: the operator's name and
-token, asked once at start. The embedded console decides as `[operator] name` without a token,
-being the broker's own process; an attached one decides over the operator socket, where the
-broker asks every decision for an account's name and token, as it asks the CLI's. Escape quits:
-the console does not run without someone to decide as.
+token, asked once at start. An attached console decides over the operator socket, where the
+broker asks every decision for an account's name and token, as it asks the CLI's. The console
+that runs the broker itself asks the same with this dialog (`tui/sign_in.py`), so that its
+decisions too name an operator who proved it. Escape quits: the console does not run without
+someone to decide as.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from textual.widgets import Input, Label, Static
 
 from svc_console.tui.unlock import SecretCheckScreen
 
+ATTACHED = (
+    "This console is attached to a broker with operator accounts: its decisions name you. Type"
+    " your operator name and token (svc-console operators add printed it); escape quits."
+)
+
 
 class SignInScreen(SecretCheckScreen):
     """Dismisses with True once an account's name and token match, with False on escape."""
@@ -25,17 +31,15 @@ class SignInScreen(SecretCheckScreen):
 
     def __init__(self, sign_in: Any) -> None:
         super().__init__()
-        self.sign_in = sign_in  # has default_name and verify(name, token) -> bool
+        # Has default_name and verify(name, token) -> bool; may say why it asks (`explain`) and
+        # hear of each wrong try (`refused()`).
+        self.sign_in = sign_in
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label("Operator sign-in", id="dialog-title")
             yield Static(
-                Text(
-                    "This console is attached to a broker with operator accounts: its decisions"
-                    " name you. Type your operator name and token (svc-console operators add"
-                    " printed it); escape quits."
-                ),
+                Text(getattr(self.sign_in, "explain", ATTACHED)),
                 markup=False,
                 classes="dialog-explain",
             )
@@ -62,3 +66,8 @@ class SignInScreen(SecretCheckScreen):
 
     def wrong(self) -> str:
         return f"Unknown operator or wrong token ({self.attempts} attempt(s))."
+
+    def refused(self) -> None:
+        refused = getattr(self.sign_in, "refused", None)
+        if refused is not None:
+            refused()

@@ -221,7 +221,9 @@ class GrantsScreen(Screen[None]):
 
     def _revoke(self, grant: GrantRow) -> None:
         try:
-            self.broker.grants.revoke(grant.id, Decider.this_process())
+            # Named as the console's decisions are: the operator signed in, or the setting.
+            operator = self.broker.decisions.console_operator
+            self.broker.grants.revoke(grant.id, Decider.this_process(operator))
         except BrokerError as exc:
             self.notify(exc.message, title="Could not revoke", severity="error", markup=False)
         except Exception:

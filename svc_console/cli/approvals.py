@@ -82,10 +82,13 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def as_operator(agent: Any, args: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
+def as_operator(
+    agent: Any, args: argparse.Namespace, params: dict[str, Any], *, passphrase: bool = True
+) -> dict[str, Any]:
     """Who decides: with operator accounts, `--operator NAME` and its token (the console checks
-    them); else, with an operator passphrase set, the passphrase typed on the terminal: an agent
-    running as this user can read every file, but not what the operator knows."""
+    them); else, with an operator passphrase set (and asked for by the method: `passphrase`),
+    the passphrase typed on the terminal: an agent running as this user can read every file,
+    but not what the operator knows."""
     given = credentials(args)
     if given is not None:
         return {**params, "operator": given[0], "token": given[1]}
@@ -95,7 +98,7 @@ def as_operator(agent: Any, args: argparse.Namespace, params: dict[str, Any]) ->
             " in SVC_OPERATOR_TOKEN or --token-file FILE; nothing was decided",
             EXIT_USAGE,
         )
-    if agent.hello_info.get("passphrase_required"):
+    if passphrase and agent.hello_info.get("passphrase_required"):
         from svc_console.cli.tty import read_secret
 
         params = {**params, "passphrase": read_secret("operator passphrase: ")}

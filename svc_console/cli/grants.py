@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from svc_console.cli.errors import EXIT_USAGE, CommandError
+from svc_console.cli.operators import identity_options
 
 
 def add_commands(commands: Any) -> None:
@@ -22,6 +23,7 @@ def add_commands(commands: Any) -> None:
     listing.set_defaults(run=run_list)
     revoke = grants.add_parser("revoke", help="end a grant now")
     revoke.add_argument("grant_id", type=int, metavar="ID")
+    identity_options(revoke, "with operator accounts: who revokes it")
     revoke.set_defaults(run=run_revoke)
 
 
@@ -68,11 +70,13 @@ def _when(at: float) -> str:
 
 
 def run_revoke(args: argparse.Namespace) -> int:
+    from svc_console.cli.approvals import as_operator
     from svc_console.cli.socket_client import call, connect
 
     if args.grant_id < 1:
         raise CommandError("a grant id is a number from 1", EXIT_USAGE)
     with connect(None, operator=True) as console:
-        call(lambda: console.call("grants.revoke", {"grant_id": args.grant_id}))
+        params = as_operator(console, args, {"grant_id": args.grant_id}, passphrase=False)
+        call(lambda: console.call("grants.revoke", params))
     print(f"grant {args.grant_id} revoked: calls it approved now wait for the operator")
     return 0

@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from svc_console.cli.errors import EXIT_BY_STATE, EXIT_USAGE, CommandError
+from svc_console.cli.operators import identity_options
 from svc_console.cli.socket_client import call, connect
 
 DEFAULT_TIMEOUT_S = 900.0
@@ -52,14 +53,18 @@ def add_commands(commands: Any) -> None:
         metavar="SECONDS",
         help=f"how long to wait for the funds (default {DEFAULT_TIMEOUT_S:g})",
     )
+    identity_options(fund, "with operator accounts: who funds it")
     fund.set_defaults(run=run_fund)
 
 
 def run_fund(args: argparse.Namespace) -> int:
     if not 0 < args.timeout <= 86_400:
         raise CommandError("--timeout must be above 0 and at most 86400 seconds", EXIT_USAGE)
+    from svc_console.cli.approvals import as_operator
+
     with connect(None, operator=True) as line:
-        funding = _Funding(line, args.request_id)
+        who = as_operator(line, args, {}, passphrase=False)
+        funding = _Funding(line, args.request_id, who)
         try:
             return funding.run(args.timeout)
         except KeyboardInterrupt:
@@ -71,16 +76,16 @@ class _Funding:
     """One run of the flow: the operator socket's answers applied to a `FundingFlow`, each new
     step printed."""
 
-    def __init__(self, line: Any, request_id: str):
+    def __init__(self, line: Any, request_id: str, who: dict[str, Any]):
         from svc_console.core.sanitize import inert_line
 
-        self.line, self.request_id = line, request_id
+        self.line, self.request_id, self.who = line, request_id, who  # who: the operator
         self.shown_id = inert_line(request_id, 100)  # as typed: said back inert
         self.flow: Any = None
         self.retry_asked = False
 
     def _call(self, method: str, params: dict[str, Any], wait_s: float = 0.0) -> Any:
-        params = {"request_id": self.request_id, **params}
+        params = {"request_id": self.request_id, **self.who, **params}
         timeout = wait_s + SOCKET_SLACK_S if wait_s else None
         return call(lambda: self.line.call(method, params, timeout_s=timeout))
 

@@ -150,3 +150,42 @@ def test_a_broken_accounts_file_or_operator_setting_stops_serve_in_one_line(
     served = run("serve", timeout=60)
     assert served.returncode == 1 and message in served.stderr
     assert "Traceback" not in served.stderr
+
+
+def test_revoking_a_grant_from_the_cli_needs_an_operator_and_names_them(home: Path):
+    token = add("alice")
+    server = subprocess.Popen(
+        [*CLI, "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert "broker on" in server.stdout.readline()
+        submitted = subprocess.run(
+            [*AS_AGENT, *CLI, "agent", "submit", *SUBMIT],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert submitted.returncode == 0, submitted.stderr
+        ids = wait_for(lambda: json.loads(run("approvals", "list", "--json").stdout))
+        granted = as_operator(
+            "alice", token, "approvals", "approve", ids[0]["id"], "--for", "1h", "--total", "1"
+        )
+        assert granted.returncode == 0, granted.stderr
+        [grant] = json.loads(run("grants", "list", "--json").stdout)
+
+        bare = run("grants", "revoke", str(grant["id"]))
+        assert bare.returncode == 2 and "need an operator account" in bare.stderr
+        wrong = as_operator("alice", "svcop_wrong", "grants", "revoke", str(grant["id"]))
+        assert wrong.returncode == 2 and "unknown operator or wrong token" in wrong.stderr
+        assert [g["id"] for g in json.loads(run("grants", "list", "--json").stdout)] == [
+            grant["id"]
+        ]
+
+        revoked = as_operator("alice", token, "grants", "revoke", str(grant["id"]))
+        assert revoked.returncode == 0, revoked.stderr
+        assert json.loads(run("grants", "list", "--json").stdout) == []
+        [ended] = json.loads(run("grants", "list", "--all", "--json").stdout)
+        assert ended["ended_by"] == "alice"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

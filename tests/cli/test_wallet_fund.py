@@ -6,6 +6,8 @@ the CLI, and the test plays the operator's browser on the sandbox's funding page
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -193,3 +195,30 @@ async def test_help_and_a_bad_timeout(home):
     assert one_line_error(code, err) == (
         "svc-console: --timeout must be above 0 and at most 86400 seconds"
     )
+
+
+async def test_with_operator_accounts_funding_needs_one_and_names_it(
+    make_runtime, keep_started, sandbox
+):
+    code, token, err = await run("operators", "add", "alice")  # before the console starts
+    assert code == 0, err
+    console = await keep_started(make_runtime(funding_poll_s=0.02))
+    request_id = await awaiting_funds(console, sandbox)
+    sandbox.state.set_balance("1")
+    code, _, err = await run("wallet", "fund", request_id)
+    assert one_line_error(code, err).startswith(
+        "svc-console: this console's decisions need an operator account"
+    )
+    assert console.broker.get(request_id).state == State.awaiting_funds
+    assert console.ledger.attempts(request_id) == 1
+
+    process = await asyncio.create_subprocess_exec(
+        *CLI, "wallet", "fund", request_id, "--operator", "alice",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "SVC_OPERATOR_TOKEN": token.strip()},
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), HUNG_S)
+    assert process.returncode == 0, err.decode()
+    assert out.decode().splitlines()[-1] == "5 succeeded: charged 0.01 USDC on base"
+    retried = [e for e in console.ledger.events(request_id) if e["type"] == "funding_retry"]
+    assert [json.loads(e["data"])["by"] for e in retried] == ["alice"]

@@ -433,6 +433,12 @@ class Broker:
             log.exception("execution of %s failed", request_id)
         self._changed(request_id)
 
+    def _changed_elsewhere(self, request_id: str) -> None:
+        """Another broker sharing the ledger changed a request: read and told here only where
+        someone listens, or waits for that one."""
+        if self._listeners or request_id in self._waiters or request_id in self._watchers:
+            self._changed(request_id)
+
     def _changed(self, request_id: str, known: SpendRequest | None = None) -> None:
         request = known or self.ledger.get(request_id)
         if request is None:

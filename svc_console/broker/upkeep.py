@@ -40,6 +40,8 @@ class Broker(Protocol):
 
     def _changed(self, request_id: str, known: SpendRequest | None = None) -> None: ...
 
+    def _changed_elsewhere(self, request_id: str) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +115,6 @@ async def hear_others(broker: Broker) -> None:
 
     def heard(request_ids: list[str]) -> None:
         for request_id in request_ids:
-            broker._changed(request_id)
+            broker._changed_elsewhere(request_id)
 
     await shared.listen(url, member.key, heard)

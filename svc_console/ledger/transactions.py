@@ -40,7 +40,7 @@ class Transactions:
         In a task that joined the group commit (`group_commit.joined`), a write of the shared
         transaction instead, durable once `committed()` returns."""
         if group_commit.joining():
-            with self._shared_write():
+            with self._group_write():
                 yield
             return
         with self._own_transaction():
@@ -72,7 +72,7 @@ class Transactions:
     # -- group commit (group_commit.py) -------------------------------------------------------
 
     @contextlib.contextmanager
-    def _shared_write(self) -> Iterator[None]:
+    def _group_write(self) -> Iterator[None]:
         """One write of the group transaction, opened if none is: in a savepoint of its own,
         so a write that fails is taken back alone. Its budget changes reach the listeners as
         the write ends, as a transaction's would: the totals the policy reads next include

@@ -10,9 +10,9 @@ database. Where no PostgreSQL can be started, every row is there, skipped, with 
   as its service). Baseline: the same harness with the SQLite ledger, same run.
 - Throughput: `bench_throughput`'s measure (200 agents, 1,000 requests, go to the last decided,
   none lost) against N brokers sharing one PostgreSQL ledger (`pg_fleet.py`), N in `BROKERS`: one
-  broker, then two (BENCH_PG_BROKERS=1,2,4 for others). A broker that cannot start (a second one
-  on a ledger another broker holds is refused today) makes that row a row with the error, and the
-  run goes on. Baseline: one broker on its SQLite file, same harness and run.
+  broker, then two (BENCH_PG_BROKERS=1,2,4 for others), each with its own home and the first's
+  audit key (ledger/shared.py). A broker that cannot start makes that row a row with the error,
+  and the run goes on. Baseline: one broker on its SQLite file, same harness and run.
 - Usage screen at 1,000,000 charges: `bench_usage`'s first paint, page down and peak memory, the
   charges loaded by COPY (`pg_usage.py`). Baseline: `bench_usage`'s own SQLite measure, same run.
 """

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from browser_support import Phone, find_chromium, wait_until
+from helpers import process_gone
 
 CLI = [sys.executable, "-m", "svc_console"]
 # The agent: a process of its own that runs the CLI, as an agent's program would. The console
@@ -57,9 +60,16 @@ def served(home: Path, tmp_path: Path) -> Iterator[Path]:
         _stop(server)
 
 
+@dataclass
+class Web:
+    process: subprocess.Popen[str]
+    address: str  # as it prints it
+    token: str  # as it shows it, the once
+
+
 @pytest.fixture
-def web(served: Path, tmp_path: Path) -> Iterator[tuple[str, str]]:
-    """`svc-console web` on a free loopback port: (the address it prints, the token it shows)."""
+def web(served: Path, tmp_path: Path) -> Iterator[Web]:
+    """`svc-console web` on a free loopback port."""
     with open(tmp_path / "web.err", "w") as errors:
         server = subprocess.Popen(
             [*CLI, "web", "--port", "0"], stdout=subprocess.PIPE, stderr=errors, text=True
@@ -69,7 +79,7 @@ def web(served: Path, tmp_path: Path) -> Iterator[tuple[str, str]]:
         where = re.search(r"web console on (http://127\.0\.0\.1:\d+/)", said)
         token = re.search(r"login token, shown once: (svcweb_\S+)", said)
         assert where and token, said + (tmp_path / "web.err").read_text()
-        yield where[1], token[1]
+        yield Web(server, where[1], token[1])
     finally:
         _stop(server)
 
@@ -83,8 +93,26 @@ def approvals(*view: str) -> list[dict]:
     return json.loads(listing.stdout)
 
 
+def log_in(phone: Phone, web: Web) -> None:
+    phone.open(web.address)
+    assert "needs its login token" in phone.page_text()  # the door, before the token
+    phone.log_in(web.token)
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started and that still run: the web console's, one a tab."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
 def test_an_operator_approves_from_a_phone_browser(phone, web):
-    address, token = web
     agent = subprocess.Popen(
         [
             *AS_AGENT, *CLI, "agent", "submit", "--endpoint", "ep_websearch_basic",
@@ -97,9 +125,7 @@ def test_an_operator_approves_from_a_phone_browser(phone, web):
         pending = wait_until(approvals, "a pending request", 60, lambda: "none pending")
         request_id = pending[0]["id"]
 
-        phone.open(address)
-        assert "needs its login token" in phone.page_text()  # the door, before the token
-        phone.log_in(token)
+        log_in(phone, web)
         # The console is up, attached to the broker, with the request selected in its queue.
         phone.wait_for_screen("attached", "1 pending", request_id)
         phone.type("a")
@@ -119,3 +145,25 @@ def test_an_operator_approves_from_a_phone_browser(phone, web):
     assert agent.returncode == 0, err
     assert json.loads(out)["state"] == "succeeded"
     assert approvals() == []
+
+
+def test_ctrl_c_stops_the_web_console_with_a_tab_open(phone, web):
+    log_in(phone, web)
+    phone.wait_for_screen("attached")
+    tabs = children(web.process.pid)
+    assert tabs, "the tab's console runs as a process of the web console's"
+    web.process.send_signal(signal.SIGINT)
+    # Promptly, not after a timeout of the web server's: the tab's console quits with it.
+    assert web.process.wait(timeout=10) == 0
+    wait_until(
+        lambda: all(map(process_gone, tabs)),
+        "the tab's console to end",
+        10,
+        lambda: f"still running: {[pid for pid in tabs if not process_gone(pid)]}",
+    )
+    wait_until(
+        lambda: "Session ended" in phone.page_text(),
+        "the page to say the session ended",
+        10,
+        phone.page_text,
+    )

@@ -15,7 +15,7 @@ import logging
 from typing import Any
 
 import aiohttp_jinja2
-from aiohttp import web
+from aiohttp import WSCloseCode, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
@@ -29,6 +29,7 @@ class WebConsole(Server):
         super().__init__(command, host=host, port=port, title="svc-console")
         self._token = token
         self.runner: web.AppRunner | None = None
+        self._tabs: set[web.WebSocketResponse] = set()
 
     def initialize_logging(self) -> None:
         # The console's own logging (a file under SVC_CONSOLE_HOME) stays as configured: no
@@ -37,6 +38,13 @@ class WebConsole(Server):
 
     async def on_startup(self, app: web.Application) -> None:
         pass  # the command line says where the console is, once
+
+    async def on_shutdown(self, app: web.Application) -> None:
+        """Close every tab's websocket. aiohttp stops only once every handler has returned, and
+        a tab's returns only when its socket closes: left open, a tab held Ctrl-C for tens of
+        seconds, until aiohttp gave up on it. Closed, each tab's console is ended as usual."""
+        for websocket in list(self._tabs):
+            await websocket.close(code=WSCloseCode.GOING_AWAY, message=b"the console stopped")
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
@@ -81,6 +89,7 @@ class WebConsole(Server):
         width = to_int(request.query.get("width", "80"), 80)
         height = to_int(request.query.get("height", "24"), 24)
         service: AppService | None = None
+        self._tabs.add(websocket)
         try:
             await websocket.prepare(request)
             service = AppService(
@@ -98,6 +107,7 @@ class WebConsole(Server):
         except Exception:
             log.exception("a web console session failed")
         finally:
+            self._tabs.discard(websocket)
             if service is not None:
                 await _end(service)
         return websocket

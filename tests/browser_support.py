@@ -17,6 +17,7 @@ from collections.abc import Callable
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webelement import WebElement
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 DRIVER = "chromedriver"
@@ -125,7 +126,14 @@ class Phone:
             lambda: f"the page's terminal shows:\n{self.screen()}",
         )
 
+    def _keyboard(self) -> WebElement:
+        # xterm.js reads keys from a hidden textarea, where a phone's on-screen keyboard types.
+        return self.driver.find_element(By.CSS_SELECTOR, "textarea.xterm-helper-textarea")
+
+    def tap_terminal(self) -> None:
+        """Focus the terminal, as a tap on it does (without a click the console would act on):
+        the page tells the console, which shows its key hints only while it has the focus."""
+        self.driver.execute_script("arguments[0].focus();", self._keyboard())
+
     def type(self, keys: str) -> None:
-        """Keys into the terminal: xterm.js reads them from its hidden textarea, where a phone's
-        on-screen keyboard types too."""
-        self.driver.find_element(By.CSS_SELECTOR, "textarea.xterm-helper-textarea").send_keys(keys)
+        self._keyboard().send_keys(keys)

@@ -126,8 +126,10 @@ def test_an_operator_approves_from_a_phone_browser(phone, web):
         request_id = pending[0]["id"]
 
         log_in(phone, web)
-        # The console is up, attached to the broker, with the request selected in its queue.
-        phone.wait_for_screen("attached", "1 pending", request_id)
+        # The console is up, with the broker's request selected.
+        phone.wait_for_screen("Pending 1", request_id)
+        phone.tap_terminal()
+        phone.wait_for_screen("a Approve")  # the key hints, once the terminal has the focus
         phone.type("a")
 
         decided = wait_until(
@@ -149,7 +151,7 @@ def test_an_operator_approves_from_a_phone_browser(phone, web):
 
 def test_ctrl_c_stops_the_web_console_with_a_tab_open(phone, web):
     log_in(phone, web)
-    phone.wait_for_screen("attached")
+    phone.wait_for_screen("Pending 0")
     tabs = children(web.process.pid)
     assert tabs, "the tab's console runs as a process of the web console's"
     web.process.send_signal(signal.SIGINT)

@@ -126,6 +126,16 @@ class Phone:
             lambda: f"the page's terminal shows:\n{self.screen()}",
         )
 
+    def widths(self) -> tuple[float, float]:
+        """(the terminal's width, the screen's) in CSS pixels: a terminal wider than the screen
+        is a page laid out for a desktop window, shrunk or cut on the phone."""
+        return tuple(
+            self.driver.execute_script(
+                "const box = document.querySelector('.xterm-screen').getBoundingClientRect();"
+                " return [box.width, screen.width];"
+            )
+        )
+
     def _keyboard(self) -> WebElement:
         # xterm.js reads keys from a hidden textarea, where a phone's on-screen keyboard types.
         return self.driver.find_element(By.CSS_SELECTOR, "textarea.xterm-helper-textarea")

@@ -128,6 +128,8 @@ def test_an_operator_approves_from_a_phone_browser(phone, web):
         log_in(phone, web)
         # The console is up, with the broker's request selected.
         phone.wait_for_screen("Pending 1", request_id)
+        terminal, screen = phone.widths()
+        assert 0 < terminal <= screen, "the console is laid out for the phone's screen"
         phone.tap_terminal()
         phone.wait_for_screen("a Approve")  # the key hints, once the terminal has the focus
         phone.type("a")

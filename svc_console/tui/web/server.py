@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
 
 import aiohttp_jinja2
 from aiohttp import WSCloseCode, web
@@ -22,6 +21,8 @@ from textual_serve.server import Server, to_int
 from svc_console.tui.web.login import guard
 
 log = logging.getLogger(__name__)
+
+VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
 
 
 class WebConsole(Server):
@@ -68,18 +69,24 @@ class WebConsole(Server):
             await self.runner.cleanup()
             self.runner = None
 
-    @aiohttp_jinja2.template("app_index.html")
-    async def handle_index(self, request: web.Request) -> dict[str, Any]:
-        """The page, with the websocket at the address the browser used."""
+    async def handle_index(self, request: web.Request) -> web.Response:
+        """The page, with the websocket at the address the browser used, sized for the
+        device's screen."""
         base = f"{request.scheme}://{request.host}"
         scheme = "wss" if request.scheme == "https" else "ws"
         static = request.app.router["static"].url_for(filename="/")
-        return {
+        context = {
             "font_size": to_int(request.query.get("fontsize", "16"), 16),
             "app_websocket_url": f"{scheme}://{request.host}/ws",
             "config": {"static": {"url": f"{base}{static}".rstrip("/") + "/"}},
             "application": {"name": self.title},
         }
+        page = aiohttp_jinja2.render_template("app_index.html", request, context)
+        # textual-serve's page names no viewport, so a phone lays it out as a desktop window
+        # 980 pixels wide and shrinks it to its screen: a terminal of a hundred columns in
+        # unreadable type. With the device's width, the terminal fits the screen at its size.
+        page.text = (page.text or "").replace("<head>", f"<head>\n    {VIEWPORT}", 1)
+        return page
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         """One tab: its console process, driven over the websocket (textual-serve's own), then

@@ -99,16 +99,20 @@ def log_in(phone: Phone, web: Web) -> None:
     phone.log_in(web.token)
 
 
-def children(pid: int) -> list[int]:
-    """The processes `pid` started and that still run: the web console's, one a tab."""
-    found = []
+def descendants(pid: int) -> list[int]:
+    """The processes under `pid` that still run: under the web console, one shell and console
+    per tab (textual-serve starts each through the shell)."""
+    parents = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except (FileNotFoundError, ProcessLookupError, IndexError):
             continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, under = [], {pid}
+    while grown := [child for child, parent in parents.items() if parent in under]:
+        found += grown
+        under = set(grown)
     return found
 
 
@@ -154,8 +158,9 @@ def test_an_operator_approves_from_a_phone_browser(phone, web):
 def test_ctrl_c_stops_the_web_console_with_a_tab_open(phone, web):
     log_in(phone, web)
     phone.wait_for_screen("Pending 0")
-    tabs = children(web.process.pid)
-    assert tabs, "the tab's console runs as a process of the web console's"
+    tabs = descendants(web.process.pid)
+    commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in tabs]
+    assert any(b"--session" in command for command in commands), "the tab's console runs"
     web.process.send_signal(signal.SIGINT)
     # Promptly, not after a timeout of the web server's: the tab's console quits with it.
     assert web.process.wait(timeout=10) == 0

@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
 
 import aiohttp_jinja2
-from aiohttp import web
+from aiohttp import WSCloseCode, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
@@ -23,12 +22,15 @@ from svc_console.tui.web.login import guard
 
 log = logging.getLogger(__name__)
 
+VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
+
 
 class WebConsole(Server):
     def __init__(self, command: str, *, host: str, port: int, token: str):
         super().__init__(command, host=host, port=port, title="svc-console")
         self._token = token
         self.runner: web.AppRunner | None = None
+        self._tabs: set[web.WebSocketResponse] = set()
 
     def initialize_logging(self) -> None:
         # The console's own logging (a file under SVC_CONSOLE_HOME) stays as configured: no
@@ -37,6 +39,13 @@ class WebConsole(Server):
 
     async def on_startup(self, app: web.Application) -> None:
         pass  # the command line says where the console is, once
+
+    async def on_shutdown(self, app: web.Application) -> None:
+        """Close every tab's websocket. aiohttp stops only once every handler has returned, and
+        a tab's returns only when its socket closes: left open, a tab held Ctrl-C for tens of
+        seconds, until aiohttp gave up on it. Closed, each tab's console is ended as usual."""
+        for websocket in list(self._tabs):
+            await websocket.close(code=WSCloseCode.GOING_AWAY, message=b"the console stopped")
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
@@ -60,18 +69,24 @@ class WebConsole(Server):
             await self.runner.cleanup()
             self.runner = None
 
-    @aiohttp_jinja2.template("app_index.html")
-    async def handle_index(self, request: web.Request) -> dict[str, Any]:
-        """The page, with the websocket at the address the browser used."""
+    async def handle_index(self, request: web.Request) -> web.Response:
+        """The page, with the websocket at the address the browser used, sized for the
+        device's screen."""
         base = f"{request.scheme}://{request.host}"
         scheme = "wss" if request.scheme == "https" else "ws"
         static = request.app.router["static"].url_for(filename="/")
-        return {
+        context = {
             "font_size": to_int(request.query.get("fontsize", "16"), 16),
             "app_websocket_url": f"{scheme}://{request.host}/ws",
             "config": {"static": {"url": f"{base}{static}".rstrip("/") + "/"}},
             "application": {"name": self.title},
         }
+        page = aiohttp_jinja2.render_template("app_index.html", request, context)
+        # textual-serve's page names no viewport, so a phone lays it out as a desktop window
+        # 980 pixels wide and shrinks it to its screen: a terminal of a hundred columns in
+        # unreadable type. With the device's width, the terminal fits the screen at its size.
+        page.text = (page.text or "").replace("<head>", f"<head>\n    {VIEWPORT}", 1)
+        return page
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         """One tab: its console process, driven over the websocket (textual-serve's own), then
@@ -81,6 +96,7 @@ class WebConsole(Server):
         width = to_int(request.query.get("width", "80"), 80)
         height = to_int(request.query.get("height", "24"), 24)
         service: AppService | None = None
+        self._tabs.add(websocket)
         try:
             await websocket.prepare(request)
             service = AppService(
@@ -98,6 +114,7 @@ class WebConsole(Server):
         except Exception:
             log.exception("a web console session failed")
         finally:
+            self._tabs.discard(websocket)
             if service is not None:
                 await _end(service)
         return websocket

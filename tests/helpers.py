@@ -115,6 +115,9 @@ async def awaiting_funds(runtime, sandbox, *, balance: str = "0", agent: str = "
     await eventually(lambda: broker.get(request.id).state == State.pending)
     await broker.approve(ApproveParams(request_id=request.id))
     await eventually(lambda: broker.get(request.id).state == State.awaiting_funds)
+    # The state is read on the ledger's own connection as soon as it is written; its event is
+    # linked into the chain when the group transaction commits, which this waits for.
+    await runtime.ledger.committed()
     return request.id
 
 

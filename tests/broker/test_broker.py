@@ -183,6 +183,7 @@ async def test_repriced_challenge_pays_nothing_and_returns_to_the_operator(runti
     assert "0.03" in request.reason and "nothing was paid" in request.reason
     assert request.estimate.amount_usdc == Decimal("0.03")
     assert sandbox.state.executions_count() == 0
+    await runtime.ledger.committed()  # the state is seen when written, its event on commit
     events = [row["type"] for row in runtime.ledger.events(ticket["request_id"])]
     assert events[-3:] == ["executing", "repriced", "pending"]
 

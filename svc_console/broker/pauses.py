@@ -26,6 +26,18 @@ class AgentPauses:
     def paused(self) -> list[Pause]:
         return pauses.paused(self.ledger)
 
+    def follow(self) -> None:
+        """On a shared ledger (each tick): the pauses other brokers' circuit breakers recorded
+        and the resumes their operators decided, told to this broker's policy."""
+        held = getattr(self.policy, "paused", None)
+        if held is None:  # no policy in force: nothing is paused here
+            return
+        recorded = {pause.agent: pause.reason for pause in pauses.paused(self.ledger)}
+        for agent in held.keys() - recorded.keys():
+            self.policy.resumed(agent)
+        for agent in recorded.keys() - held.keys():
+            self.policy.pause(agent, recorded[agent])  # type: ignore[attr-defined]
+
     def resume(self, agent: str, decider: Decider) -> Pause:
         """Resume a paused agent, or raise why not (it is not paused; the decider is the agent)."""
         latest = self.ledger.latest_of(agent)

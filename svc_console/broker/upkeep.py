@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from svc_console.broker.config import BrokerConfig
 from svc_console.broker.decisions import Decisions
 from svc_console.broker.grants import OperatorGrants
+from svc_console.broker.pauses import AgentPauses
 from svc_console.core.models import SpendRequest
 from svc_console.core.states import IllegalTransition, State
 from svc_console.ledger import Ledger, shared
@@ -28,6 +29,7 @@ class Broker(Protocol):
     config: BrokerConfig
     decisions: Decisions
     grants: OperatorGrants
+    pauses: AgentPauses
     clock: Callable[[], float]
 
     def get(self, request_id: str) -> SpendRequest: ...
@@ -87,6 +89,7 @@ async def tick_forever(broker: Broker) -> None:
             if broker.ledger.member is not None:
                 broker.ledger.follow_others(broker.clock())
                 broker.grants.follow()
+                broker.pauses.follow()
                 for request in recover(broker):
                     log.warning("request %s was left unknown by a broker that stopped", request.id)
         except Exception:

@@ -3,7 +3,8 @@ home and sockets of its own, on one sandbox: a request judged on budget totals t
 broker's reservation made stale is judged again when its decision is committed, so the cap holds;
 a grant made on one broker approves on the other, and once revoked there approves nothing more,
 even before the other has heard of it; a grant lasting until its broker stops outlives another
-broker's stop.
+broker's stop; a pause one broker's circuit breaker records holds on the other until an operator
+resumes the agent there.
 
 The second broker runs on an event loop of its own thread, as a broker of its own process would:
 on one loop, one broker's write would wait for the writers' lock that the other's open transaction
@@ -30,6 +31,7 @@ from svc_console.broker.params import ApproveParams
 from svc_console.config.audit_key import key_file
 from svc_console.config.paths import Paths
 from svc_console.core.states import State
+from svc_console.ledger import pauses
 from svc_console.runtime import Runtime
 
 CAPPED = """# SKILLS.md
@@ -232,3 +234,20 @@ async def test_a_grant_until_its_broker_stops_outlives_another_brokers_stop(
         assert grants.get(reader, grant.id).ended_reason == "the console stopped"
     finally:
         reader.close()
+
+
+async def test_a_pause_recorded_by_one_broker_holds_on_the_other_until_resumed_there(
+    homes, sandbox, postgres, keep_started, apart, stop_second
+):
+    first, second = await two_brokers(homes, sandbox, postgres.new_database(), keep_started, apart)
+    stop_second.append(second)
+    # As the first's circuit breaker records a pause (broker/policy_link.py).
+    pauses.pause(first.ledger, "bot", "5 failures in a row", "policy: circuit_breaker", 1.0)
+    first.policy.pause("bot", "5 failures in a row")
+    await eventually(lambda: "bot" in second.policy.paused)
+    held = await pending(second, "bot", "while paused")  # a search CAPPED would approve
+    assert held
+
+    await apart.do(second.broker.pauses.resume, "bot", Decider.this_process("alice"))
+    await eventually(lambda: "bot" not in first.policy.paused)
+    assert await search(first, "bot", "resumed") == State.succeeded

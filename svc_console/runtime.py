@@ -123,13 +123,7 @@ class Runtime:
         if self.notify is None:
             self.notify = self._read_notify_settings()
         ensure_private_dir(self.paths.home)
-        # A team's ledger on PostgreSQL (SVC_LEDGER_URL): the real one only, never sandbox play.
-        url = self.ledger_url
-        if url is None and self.service is not None:
-            from svc_console.config.ledger_url import ledger_url
-
-            url = ledger_url(self.paths)
-        self.ledger = Ledger(self.ledger_path, url=url)
+        self.ledger = Ledger(self.ledger_path, url=self.resolved_ledger_url())
         try:
             self.market = self._connect()
             options = dict(self.broker_options)
@@ -246,6 +240,16 @@ class Runtime:
     def ledger_path(self) -> Path:
         """Sandbox play never mixes with real spend: a sandbox runtime has a ledger of its own."""
         return self.paths.ledger(sandbox=self.service is None)
+
+    def resolved_ledger_url(self) -> str | None:
+        """The PostgreSQL URL of a team's ledger (SVC_LEDGER_URL, settings.toml [ledger]), or
+        None for the file: the real ledger only, never sandbox play. Readable before the start
+        (the first frame reads the queue through it); raises SettingsError as the start does."""
+        if self.ledger_url is not None or self.service is None:
+            return self.ledger_url
+        from svc_console.config.ledger_url import ledger_url
+
+        return ledger_url(self.paths)
 
     @property
     def agent_warning(self) -> str | None:

@@ -152,7 +152,7 @@ def build_console(
     return ConsoleApp(runtime, cursor_blink=False, **app_options)
 
 
-def seed_pending(paths: Paths, count: int, now: float) -> list[str]:
+def seed_pending(paths: Paths, count: int, now: float, url: str | None = None) -> list[str]:
     """`count` requests waiting for the operator, written to the sandbox ledger through the
     ledger's own API before the console starts (as a previous run would have left them).
 
@@ -164,7 +164,7 @@ def seed_pending(paths: Paths, count: int, now: float) -> list[str]:
     record = catalog().get("ep_websearch_basic")
     assert record is not None
     ensure_private_dir(paths.home)
-    ledger = Ledger(paths.ledger(sandbox=True))
+    ledger = Ledger(paths.ledger(sandbox=True), url=url)
     ids = []
     try:
         for n in range(count):

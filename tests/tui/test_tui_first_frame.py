@@ -93,6 +93,24 @@ async def test_the_queue_is_drawn_from_the_ledger_before_the_runtime_runs(held: 
         )
 
 
+async def test_a_team_ledger_on_postgresql_is_drawn_before_the_runtime_runs_too(
+    make_runtime: Callable[..., Runtime], clock: FakeClock, paths: Paths, postgres: Any
+):
+    url = postgres.new_database()
+    seed_pending(paths, SEEDED, clock(), url=url)
+    held = Held(build_console(make_runtime, clock))
+    held.app.runtime.ledger_url = url
+    app = held.app
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: preview(app) is not None)
+        rows = preview(app).query_one(RequestQueue)  # type: ignore[union-attr]
+        await until(pilot, lambda: rows.row_count == SEEDED)
+        assert app.runtime.broker is None and "kilo-bot" in screen_text(app)
+        held.release.set()
+        await until(pilot, lambda: showing_queue(app))
+        assert app.runtime.ledger.url == url
+
+
 async def test_a_locked_console_shows_none_of_its_queue_before_it_is_unlocked(
     held: Held, paths: Paths
 ):

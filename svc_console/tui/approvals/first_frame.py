@@ -30,13 +30,14 @@ if TYPE_CHECKING:
 STARTING = "Starting: the requests below can be decided in a moment…"
 
 
-def first_page(ledger: Path) -> list[SpendRequest]:
-    """The pending list's first page as the full screen first sorts it; none from a ledger that
-    does not exist yet or cannot be read now (the full screen, a moment later, says why)."""
-    if not ledger.exists():
+def first_page(ledger: Path, url: str | None = None) -> list[SpendRequest]:
+    """The pending list's first page as the full screen first sorts it, from the ledger file or,
+    with `url`, its PostgreSQL database; none from a ledger that does not exist yet or cannot be
+    read now (the full screen, a moment later, says why)."""
+    if url is None and not ledger.exists():
         return []
     try:
-        conn = open_reader(ledger)
+        conn = open_reader(ledger, url)
     except ReadError:
         return []
     try:
@@ -79,5 +80,9 @@ class QueuePreview(Vertical):
         yield RequestQueue(id="preview-queue")
 
     def on_mount(self) -> None:
-        page = first_page(self.runtime.ledger_path)
+        try:
+            url = self.runtime.resolved_ledger_url()
+        except Exception:  # settings the start will refuse, and say why: no queue before
+            return
+        page = first_page(self.runtime.ledger_path, url)
         self.query_one(RequestQueue).show(page, self.runtime.clock(), palette(self.app))

@@ -58,8 +58,14 @@ class Member:
         """Right after BEGIN: wait for the writers' lock, then return the chain's head as
         committed (None: no event yet) and the other brokers' budget changes since the last."""
         conn.execute("SELECT pg_advisory_xact_lock(?)", [WRITES])
-        head = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-        return (tuple(head) if head else None), self.others_changes(conn)
+        # One round trip for the head and whether any change is new (alone, there is none).
+        seq, digest, last = conn.execute(
+            "SELECT (SELECT seq FROM events ORDER BY seq DESC LIMIT 1),"
+            " (SELECT hash FROM events ORDER BY seq DESC LIMIT 1),"
+            " (SELECT max(id) FROM budget_changes)"
+        ).fetchone()
+        changes = self.others_changes(conn) if (last or 0) > self.seen else []
+        return ((seq, digest) if seq is not None else None), changes
 
     def others_changes(self, conn: Any) -> list[Change]:
         """The budget changes other brokers committed since the last read. Read outside the
@@ -77,11 +83,14 @@ class Member:
         return changes
 
     def record(self, conn: Any, change: Change, at: float) -> None:
+        """Write one of this broker's changes. Under the writers' lock, taken when the
+        transaction began and every earlier change read: its id is the last one seen."""
         buckets, slot, delta = change
-        conn.execute(
-            "INSERT INTO budget_changes (broker, at, buckets, slot, delta) VALUES (?, ?, ?, ?, ?)",
+        self.seen = conn.execute(
+            "INSERT INTO budget_changes (broker, at, buckets, slot, delta) VALUES (?, ?, ?, ?, ?)"
+            " RETURNING id",
             [self.key, at, json.dumps(buckets), slot, delta],
-        )
+        ).fetchone()[0]
 
     def notify(self, conn: Any, request_ids: Iterable[str]) -> None:
         """Tell the other brokers (on commit) which requests this transaction changed."""

@@ -122,7 +122,8 @@ async def _page_downs(pilot: Any, paints: list, top: Any, count: int) -> list[fl
     return samples
 
 
-async def _screen_run(home: Path) -> tuple[float, list[float], float]:
+async def _screen_run(home: Path, url: str | None = None) -> tuple[float, list[float], float]:
+    """One run of the screen on the ledger at `home` (with `url`, its rows on PostgreSQL)."""
     from svc_console.config.paths import Paths
     from svc_console.runtime import Runtime
     from svc_console.tui.app import ConsoleApp
@@ -140,7 +141,8 @@ async def _screen_run(home: Path) -> tuple[float, list[float], float]:
         return compose(self)
 
     UsageScreen.compose = timed_compose
-    runtime = Runtime(paths=Paths(home=home, socket=home / "svc.sock", explicit_home=True))
+    paths = Paths(home=home, socket=home / "svc.sock", explicit_home=True)
+    runtime = Runtime(paths=paths, ledger_url=url)
     app = ConsoleApp(runtime, cursor_blink=False)
     async with app.run_test(size=TERMINAL) as pilot:
         await _until(lambda: app._started)
@@ -156,6 +158,7 @@ async def _screen_run(home: Path) -> tuple[float, list[float], float]:
         await _until(lambda: screen.table.total is not None)
         await _until(lambda: screen.summary.days is not None)  # nothing else competing for the CPU
         pages = await _page_downs(pilot, paints, lambda: int(screen.table.scroll_y), PAGES_PER_RUN)
+    UsageScreen.compose = compose  # the next run of this interpreter times its own compose
     return first, pages, own
 
 

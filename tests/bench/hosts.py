@@ -25,6 +25,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,31 @@ def _report_cpu() -> None:
     times = os.times()
     sys.stdout.write(f"cpu {times.user + times.system}\n")
     sys.stdout.flush()
+
+
+def decided_printer(out: Any, loop: asyncio.AbstractEventLoop) -> Callable[[Any], None]:
+    """A broker listener printing each request the moment it becomes visible decided (what the
+    approvals screen is told), `<id> <state> <monotonic ns>`: one flush of the pipe per turn of
+    the loop, not per line."""
+    seen: set[str] = set()
+    flush_scheduled = False
+
+    def flush() -> None:
+        nonlocal flush_scheduled
+        flush_scheduled = False
+        out.flush()
+
+    def visible(request: Any) -> None:
+        nonlocal flush_scheduled
+        state = str(request.state)
+        if state in DECIDED and request.id not in seen:
+            seen.add(request.id)
+            out.write(f"{request.id} {state} {time.monotonic_ns()}\n")
+            if not flush_scheduled:
+                flush_scheduled = True
+                loop.call_soon(flush)
+
+    return visible
 
 
 def _stdin_closed(loop: asyncio.AbstractEventLoop) -> asyncio.Event:
@@ -168,26 +194,8 @@ async def _broker(args: argparse.Namespace) -> None:
     )
     loop = asyncio.get_running_loop()
     stop = _stdin_closed(loop)
-    seen: set[str] = set()
     out = sys.stdout
-    flush_scheduled = False
-
-    def flush() -> None:
-        nonlocal flush_scheduled
-        flush_scheduled = False
-        out.flush()
-
-    def visible(request: Any) -> None:
-        # What the approvals screen is told: the moment a decided request becomes visible.
-        state = str(request.state)
-        if state in DECIDED and request.id not in seen:
-            now = time.monotonic_ns()
-            seen.add(request.id)
-            out.write(f"{request.id} {state} {now}\n")
-            nonlocal flush_scheduled
-            if not flush_scheduled:  # one write to the pipe per turn of the loop, not per line
-                flush_scheduled = True
-                loop.call_soon(flush)
+    visible = decided_printer(out, loop)
 
     profiler = None
     if args.profile:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import policy_engine
-from hosts import DECIDED
+from hosts import decided_printer
 
 SETTINGS = '[agents]\nenrolment = "open"\n'
 
@@ -73,24 +73,7 @@ def _configure(args: argparse.Namespace) -> None:
 def _watch(broker: Any, runtime: Any, out: Any, engine: str) -> None:
     """Print each request as it becomes visible decided; answer `cpu`; stop when stdin closes."""
     loop = asyncio.get_running_loop()
-    seen: set[str] = set()
-    flush_scheduled = False
-
-    def flush() -> None:
-        nonlocal flush_scheduled
-        flush_scheduled = False
-        out.flush()
-
-    def visible(request: Any) -> None:
-        state = str(request.state)
-        if state in DECIDED and request.id not in seen:
-            now = time.monotonic_ns()
-            seen.add(request.id)
-            out.write(f"{request.id} {state} {now}\n")
-            nonlocal flush_scheduled
-            if not flush_scheduled:  # one write to the pipe per turn of the loop, not per line
-                flush_scheduled = True
-                loop.call_soon(flush)
+    visible = decided_printer(out, loop)
 
     def report_cpu() -> None:
         times = os.times()

@@ -25,49 +25,9 @@ from typing import Any
 
 import bench_usage
 import harness
-from bench_usage import PAGES_PER_RUN, TERMINAL, _page_downs, _until, _watch_paints
+from bench_usage import _screen_run
 
 SANDBOX_LEDGER = "ledger-sandbox.db"  # the TUI's own runtime is the sandbox's
-
-
-async def _screen_run(home: Path, url: str) -> tuple[float, list[float], float]:
-    """bench_usage's screen run, with the runtime's ledger on PostgreSQL."""
-    from svc_console.config.paths import Paths
-    from svc_console.runtime import Runtime
-    from svc_console.tui.app import ConsoleApp
-    from svc_console.tui.usage.screen import UsageScreen
-    from svc_console.tui.usage.table import UsageTable
-
-    paints = _watch_paints(
-        UsageTable, lambda t: int(t.scroll_y) if int(t.scroll_y) in t.rows else None
-    )
-    built: list[float] = []
-    compose = UsageScreen.compose
-
-    def timed_compose(self: Any) -> Any:
-        built.append(time.perf_counter())
-        return compose(self)
-
-    UsageScreen.compose = timed_compose  # type: ignore[method-assign]
-    paths = Paths(home=home, socket=home / "svc.sock", explicit_home=True)
-    runtime = Runtime(paths=paths, ledger_url=url)
-    app = ConsoleApp(runtime, cursor_blink=False)
-    async with app.run_test(size=TERMINAL) as pilot:
-        await _until(lambda: app._started)
-        await pilot.pause(0.2)
-        paints.clear()
-        start = time.perf_counter()
-        await pilot.press("3")
-        await _until(lambda: any(i == 0 for _, i in paints))
-        first = (paints[0][0] - start) * 1000
-        own = (paints[0][0] - built[0]) * 1000
-        screen = app.screen
-        assert isinstance(screen, UsageScreen)
-        await _until(lambda: screen.table.total is not None)
-        await _until(lambda: screen.summary.days is not None)  # nothing else competing for the CPU
-        pages = await _page_downs(pilot, paints, lambda: int(screen.table.scroll_y), PAGES_PER_RUN)
-    UsageScreen.compose = compose  # type: ignore[method-assign]
-    return first, pages, own
 
 
 def child(argv: list[str]) -> None:

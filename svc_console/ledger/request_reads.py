@@ -20,6 +20,16 @@ if TYPE_CHECKING:
     from svc_console.ledger.engine import Database
 
 JSON_COLUMNS = ("inputs", "endpoint", "estimate", "risk", "verdict", "submitter")
+# A request with its latest decision and its last outcome, in one statement (on both engines):
+# `get` runs several times on every request's path.
+_DECISION = ("id", "approved", "by", "at", "ceiling_usdc", "note", "evidence")
+_WHOLE = (
+    "SELECT r.*, " + ", ".join(f"d.{column}" for column in _DECISION) + ","
+    " (SELECT e.outcome FROM executions e WHERE e.request_id = r.id AND e.outcome IS NOT NULL"
+    " ORDER BY e.id DESC LIMIT 1)"
+    " FROM requests r LEFT JOIN decisions d"
+    " ON d.id = (SELECT max(id) FROM decisions WHERE request_id = r.id)"
+)
 
 
 class RequestReads:
@@ -28,10 +38,8 @@ class RequestReads:
     db: Database | sqlite3.Connection
 
     def get(self, request_id: str) -> SpendRequest | None:
-        row = self.db.execute("SELECT * FROM requests WHERE id = ?", [request_id]).fetchone()
-        if row is None:
-            return None
-        return self._hydrate(dict(zip(self._columns("requests"), row, strict=True)))
+        row = self.db.execute(f"{_WHOLE} WHERE r.id = ?", [request_id]).fetchone()
+        return None if row is None else self._hydrate(row)
 
     def cancellable_of(self, agent: str, states: Iterable[State]) -> list[str]:
         """The ids of a registered agent's requests in `states` (what its revocation cancels)."""
@@ -59,21 +67,11 @@ class RequestReads:
 
     def latest_decision(self, request_id: str) -> tuple[int, Decision] | None:
         row = self.db.execute(
-            "SELECT id, approved, by, at, ceiling_usdc, note, evidence FROM decisions"
+            f"SELECT {', '.join(_DECISION)} FROM decisions"
             " WHERE request_id = ? ORDER BY id DESC LIMIT 1",
             [request_id],
         ).fetchone()
-        if row is None:
-            return None
-        decision = Decision(
-            approved=bool(row[1]),
-            by=row[2],
-            at=row[3],
-            ceiling_usdc=from_atomic(row[4]) if row[4] is not None else None,
-            note=row[5],
-            evidence=json.loads(row[6]) if row[6] is not None else None,
-        )
-        return row[0], decision
+        return None if row is None else (row[0], _decision(row))
 
     def attempts(self, request_id: str, decision_id: int | None = None) -> int:
         """Execution attempts of a request, or of one of its approvals."""
@@ -93,11 +91,10 @@ class RequestReads:
         marks = ",".join("?" * len(names))
         order = "DESC" if newest_first else "ASC"
         rows = self.db.execute(
-            f"SELECT * FROM requests WHERE state IN ({marks}) ORDER BY created_at {order} LIMIT ?",
+            f"{_WHOLE} WHERE r.state IN ({marks}) ORDER BY r.created_at {order} LIMIT ?",
             [*names, limit],
         ).fetchall()
-        columns = self._columns("requests")
-        return [self._hydrate(dict(zip(columns, row, strict=True))) for row in rows]
+        return [self._hydrate(row) for row in rows]
 
     def count_in_states(self, states: Iterable[State]) -> int:
         names = [str(s) for s in states]
@@ -118,10 +115,9 @@ class RequestReads:
         if not ids:
             return []
         marks = ",".join("?" * len(ids))
-        rows = self.db.execute(f"SELECT * FROM requests WHERE id IN ({marks})", ids).fetchall()
-        columns = self._columns("requests")
+        rows = self.db.execute(f"{_WHOLE} WHERE r.id IN ({marks})", ids).fetchall()
         by_id = {row[0]: row for row in rows}
-        return [self._hydrate(dict(zip(columns, by_id[i], strict=True))) for i in ids]
+        return [self._hydrate(by_id[i]) for i in ids]
 
     def count(self, query: RequestQuery) -> int:
         """How many requests a query selects (the length of all its pages)."""
@@ -186,7 +182,12 @@ class RequestReads:
             cache[table] = [column[0] for column in cursor.description]
         return cache[table]
 
-    def _hydrate(self, row: dict[str, Any]) -> SpendRequest:
+    def _hydrate(self, values: Any) -> SpendRequest:
+        """A row of `_WHOLE` as the model: the request's columns, its latest decision's, then
+        its last outcome."""
+        columns = self._columns("requests")
+        count = len(columns)
+        row = dict(zip(columns, values[:count], strict=True))
         for column in JSON_COLUMNS:
             if row.get(column) is not None:
                 row[column] = json.loads(row[column])
@@ -195,15 +196,24 @@ class RequestReads:
         row.pop("broker", None)  # which broker answers for it (ledger/shared.py)
         if row["max_usdc"] is not None:
             row["max_usdc"] = from_atomic(row["max_usdc"])
-        latest = self.latest_decision(row["id"])
-        row["decision"] = latest[1] if latest else None
-        outcome = self.db.execute(
-            "SELECT outcome FROM executions WHERE request_id = ? AND outcome IS NOT NULL"
-            " ORDER BY id DESC LIMIT 1",
-            [row["id"]],
-        ).fetchone()
-        row["outcome"] = json.loads(outcome[0]) if outcome else None
+        decided = values[count : count + len(_DECISION)]
+        row["decision"] = _decision(decided) if decided[0] is not None else None
+        outcome = values[-1]
+        row["outcome"] = json.loads(outcome) if outcome is not None else None
         return SpendRequest.model_validate(row)
+
+
+def _decision(row: Any) -> Decision:
+    """A decision from its columns (`_DECISION`)."""
+    _id, approved, by, at, ceiling, note, evidence = row
+    return Decision(
+        approved=bool(approved),
+        by=by,
+        at=at,
+        ceiling_usdc=from_atomic(ceiling) if ceiling is not None else None,
+        note=note,
+        evidence=json.loads(evidence) if evidence is not None else None,
+    )
 
 
 class RequestView(RequestReads):

@@ -1,6 +1,8 @@
 """When the usage history was last synced, as the usage screen says it: "synced 12:03 UTC", or why
 the last sync failed. The history is synced in the background (`services/usage_follow.py`) and on
-`s`; whichever happened last is what the operator is told.
+`s`; whichever happened last is what the operator is told. In a console attached to a broker
+running elsewhere, that broker's console syncs: the screen says so, with the last time the ledger
+shows a sync that stored a change.
 
 An error's text may quote the service, so it is drawn through `core.sanitize.inert_line`.
 """
@@ -21,6 +23,8 @@ from svc_console.tui.colors import Palette
 class SyncStatus:
     synced_at: float | None = None  # the last sync that succeeded
     error: str | None = None  # why the latest sync failed, when it did
+    # Synced by the broker's console, not here: `synced_at` is then the last change it stored.
+    elsewhere: bool = False
 
     @classmethod
     def of(cls, follower: Any) -> SyncStatus:
@@ -43,6 +47,11 @@ def _clock_time(at: float, now: float) -> str:
 
 
 def sync_text(status: SyncStatus, now: float, colours: Palette) -> Text:
+    if status.elsewhere:
+        text = Text("synced by the broker's console", colours.label)
+        if status.synced_at is not None:  # not yet read, or no sync has stored anything yet
+            text.append(f" · last change {_clock_time(status.synced_at, now)}")
+        return text
     if status.error is not None:
         text = Text(f"sync failed: {inert_line(status.error, 80)}", colours.high)
         if status.synced_at is not None:

@@ -299,8 +299,12 @@ class UsageScreen(Screen[None]):
         self.query_one("#usage-agents", SpendBreakdown).show(s.agents, total, colours)
 
     def _draw_sync(self) -> None:
-        text = sync_text(self.sync_status, self.now(), self.colours)
+        short = self.app.size.width < self.HORIZONTAL_BREAKPOINTS[1][0]
+        text = sync_text(self.sync_status, self.now(), self.colours, short=short)
         self.query_one("#usage-synced", Static).update(text)
+
+    def on_resize(self) -> None:
+        self._draw_sync()  # its short form on a narrow screen
 
     def on_usage_table_highlighted(self, message: UsageTable.Highlighted) -> None:
         self._show_detail(message.row)

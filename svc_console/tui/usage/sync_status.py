@@ -46,12 +46,14 @@ def _clock_time(at: float, now: float) -> str:
     return time.strftime("%H:%M UTC" if same_day else "%Y-%m-%d %H:%M UTC", time.gmtime(at))
 
 
-def sync_text(status: SyncStatus, now: float, colours: Palette) -> Text:
+def sync_text(status: SyncStatus, now: float, colours: Palette, *, short: bool = False) -> Text:
+    """`short`: on a narrow screen, where the long form would squeeze the totals beside it."""
     if status.elsewhere:
-        text = Text("synced by the broker's console", colours.label)
-        if status.synced_at is not None:  # not yet read, or no sync has stored anything yet
-            text.append(f" · last change {_clock_time(status.synced_at, now)}")
-        return text
+        # No time: not read yet, or no sync has stored anything yet.
+        at = None if status.synced_at is None else _clock_time(status.synced_at, now)
+        if short:
+            return Text(f"synced {at}" if at else "synced elsewhere", colours.label)
+        return Text(f"synced by the broker's console{f' · {at}' if at else ''}", colours.label)
     if status.error is not None:
         text = Text(f"sync failed: {inert_line(status.error, 80)}", colours.high)
         if status.synced_at is not None:

@@ -125,6 +125,21 @@ def test_snapshot_the_usage_screen_of_an_attached_console(
         assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
 
 
+def test_snapshot_the_usage_screen_of_an_attached_console_at_80x24(
+    snap_compare: Any, paths: Paths, make_runtime: Callable[..., Runtime], clock: FakeClock
+):
+    """Narrow: the label's short form leaves the totals whole."""
+    seed(paths)
+    runtime = make_runtime(clock=clock, ids=True)
+    with broker_beside(runtime):
+        app = attached_app(paths, clock)
+
+        async def run_before(pilot: Pilot[Any]) -> None:
+            await open_usage(pilot)
+
+        assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
 # -- keys ---------------------------------------------------------------------------------------
 
 
@@ -139,7 +154,7 @@ async def test_filters_and_the_detail_of_an_attached_usage_screen(
         everything = read_ledger(paths, UsageFilter())
         newest_first = everything[::-1]
         assert screen.table.total == len(everything) == SEEDED + 1
-        assert "synced by the broker's console · last change 11:50 UTC" in synced_label(app)
+        assert "synced by the broker's console · 11:50 UTC" in synced_label(app)
         assert isinstance(screen, UsageScreen) and not isinstance(screen, ServedElsewhere)
 
         # The detail follows the cursor.
@@ -229,7 +244,8 @@ async def test_the_sync_key_of_an_attached_console_says_the_brokers_console_sync
         sync_usage(runtime.ledger, [charge("ch_later", "0.5")], now=NOON - 60)
         await pilot.press("r")
         await until(pilot, lambda: usage_settled(app) and screen.table.total == SEEDED + 2)
-        await until(pilot, lambda: "last change 11:59 UTC" in synced_label(app))
+        later = "synced by the broker's console · 11:59 UTC"
+        await until(pilot, lambda: later in synced_label(app))
 
 
 async def test_an_attached_usage_screen_writes_nothing_to_the_ledger(
@@ -304,4 +320,4 @@ async def test_an_attached_usage_screen_reads_a_postgresql_ledger_with_its_url(
         screen = await open_usage(pilot)
         assert screen.ledger_url == url
         assert screen.table.total == SEEDED + 1
-        assert "last change 11:50 UTC" in synced_label(app)
+        assert "synced by the broker's console · 11:50 UTC" in synced_label(app)

@@ -304,7 +304,8 @@ class UsageScreen(Screen[None]):
         self.query_one("#usage-synced", Static).update(text)
 
     def on_resize(self) -> None:
-        self._draw_sync()  # its short form on a narrow screen
+        if self.sync_status.elsewhere:
+            self._draw_sync()  # its long form only where it leaves room for the totals
 
     def on_usage_table_highlighted(self, message: UsageTable.Highlighted) -> None:
         self._show_detail(message.row)

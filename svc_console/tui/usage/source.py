@@ -22,15 +22,31 @@ SYNCED_ELSEWHERE = (
 
 
 class UsageSource(Protocol):
-    ledger_path: Path
-    ledger_url: str | None
-    exports: Path  # where an export is proposed
-    follower: Any  # the background sync of this process (a `UsageFollower`), or None
-    market: Any  # the service the banner names, or None
-    agent_warning: str | None
-    # True where the history is synced by another process (the broker's console): `s` says so,
-    # and `last_synced` reads from the ledger when that process last stored a sync.
-    synced_elsewhere: bool
+    @property
+    def ledger_path(self) -> Path: ...
+
+    @property
+    def ledger_url(self) -> str | None: ...
+
+    @property
+    def exports(self) -> Path:
+        """Where an export is proposed."""
+
+    @property
+    def follower(self) -> Any:
+        """The background sync of this process (a `UsageFollower`), or None."""
+
+    @property
+    def market(self) -> Any:
+        """The service the banner names, or None."""
+
+    @property
+    def agent_warning(self) -> str | None: ...
+
+    @property
+    def synced_elsewhere(self) -> bool:
+        """True where the history is synced by another process (the broker's console): `s` says
+        so, and `last_synced` reads from the ledger when that process last stored a sync."""
 
     def now(self) -> float: ...
 

@@ -1,13 +1,14 @@
 """The broker as a console attached to it sees it: the part of `Broker` the approvals screen uses,
 served by a broker that runs in another process (`svc-console serve`, or another console).
 
-Reads come from the ledger file through a read-only connection of this process (the pages, the
-counts, one request): the same SQL the embedded screen runs, with no round trip. Changes come from
-the operator socket's `approvals.follow` notifications, never from polling. Decisions go over the
-operator socket as the CLI's do, so they carry that socket's evidence (who, which process) and its
-passphrase rule; this object never writes the ledger. A connection cut off (for falling behind)
-is made again and the screen reads the queue afresh; when the broker itself is gone, the
-listeners of `when_lost` are told, and every decision after that fails with a clear error.
+Reads come from the ledger (its file, or its PostgreSQL database) through a read-only connection
+of this process (the pages, the counts, one request): the same SQL the embedded screen runs, with
+no round trip. Changes come from the operator socket's `approvals.follow` notifications, never
+from polling. Decisions go over the operator socket as the CLI's do, so they carry that socket's
+evidence (who, which process) and its passphrase rule; this object never writes the ledger. A
+connection cut off (for falling behind) is made again and the screen reads the queue afresh; when
+the broker itself is gone, the listeners of `when_lost` are told, and every decision after that
+fails with a clear error.
 """
 
 from __future__ import annotations
@@ -74,9 +75,15 @@ class AttachedBroker:
     policy = None  # the policy lives with the broker; its banner is that console's
 
     def __init__(
-        self, operator_socket: Path, ledger_path: Path, *, clock: Callable[[], float] = time.time
+        self,
+        operator_socket: Path,
+        ledger_path: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        ledger_url: str | None = None,
     ):
         self.operator_socket, self.ledger_path, self.clock = operator_socket, ledger_path, clock
+        self.ledger_url = ledger_url  # the PostgreSQL ledger's, where the broker writes one
         self.market: Service | None = None
         self.ledger: RequestView | None = None
         # `decisions.total_confirmation_needed` and `.two_person_status`, as Broker has them.
@@ -104,7 +111,7 @@ class AttachedBroker:
         """Connect, follow the queue, open the ledger read-only. Following starts before the
         first read, so no change in between is missed."""
         await self._follow()
-        self.ledger = RequestView(open_reader(self.ledger_path))
+        self.ledger = RequestView(open_reader(self.ledger_path, self.ledger_url))
 
     async def _follow(self) -> None:
         client = AsyncAgent(None, self.operator_socket, token="", client=CLIENT)

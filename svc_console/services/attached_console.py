@@ -2,10 +2,11 @@
 console): what the TUI holds in place of the `Runtime` it would otherwise start.
 
 It starts nothing and stops nothing of the broker's: attaching connects to the operator socket and
-opens the ledger read-only; leaving closes those two. Only the approvals screen is served here;
-the screens that need the broker's own process (the catalogue sync, the wallet's funding, the
-policy editor, usage sync, the account forms, grants) say that the console running the broker
-serves them (`serves`).
+opens the ledger read-only; leaving closes those two. The approvals screen and the usage screen
+are served here (the usage history read from the ledger, read-only: its sync and the background
+follower stay with the broker's own console); the screens that need the broker's own process
+(the catalogue sync, the wallet's funding, the policy editor, the account forms, grants) say
+that the console running the broker serves them (`serves`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,21 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from svc_console.config.paths import Paths
-    from svc_console.services.attached_broker import AttachedBroker
+    from svc_console.ledger.readers import Connection
+    from svc_console.ledger.usage_write import SyncResult
+    from svc_console.services.attached_broker import AttachedBroker, Service
 
 log = logging.getLogger(__name__)
 
 # The screens an attached console shows; the others name the console that serves them.
-SERVED = frozenset({"approvals"})
+SERVED = frozenset({"approvals", "usage"})
+# The event the ledger keeps of a sync that stored a change (`ledger/usage_write.py`); a sync that
+# found nothing new stores nothing, so this is the last time the history changed.
+USAGE_SYNCED = "usage_synced"
+
+
+class SyncedElsewhere(Exception):
+    """A sync asked of an attached console: the broker's console syncs the usage history."""
 
 
 class _Sandbox:
@@ -96,6 +106,42 @@ class _SignIn:
         return True
 
 
+class AttachedUsage:
+    """What the usage screen reads in an attached console: the broker's ledger, read-only, with
+    its URL where it lives on PostgreSQL. The sync from the service and the background follower
+    need the broker's own process, and are not run here."""
+
+    synced_elsewhere = True
+    follower = None
+    agent_warning = None  # said by the console that opened the agents' socket
+
+    def __init__(self, console: AttachedConsole):
+        self._console = console
+        self.ledger_path = console.ledger_path
+        self.ledger_url = console.ledger_url
+        self.exports = console.paths.home / "exports"
+
+    @property
+    def market(self) -> Service | None:
+        broker = self._console.broker
+        return broker.market if broker is not None else None
+
+    def now(self) -> float:
+        return float(self._console.clock())
+
+    async def sync(self) -> SyncResult:
+        raise SyncedElsewhere(
+            "the usage history is synced by the console running the broker; nothing was fetched"
+        )
+
+    def last_synced(self, conn: Connection) -> float | None:
+        """When the broker's console last stored a change of the history, from the ledger."""
+        row = conn.execute(
+            "SELECT at FROM events WHERE type = ? ORDER BY seq DESC LIMIT 1", [USAGE_SYNCED]
+        ).fetchone()
+        return None if row is None else float(row[0])
+
+
 class AttachedConsole:
     """The `Runtime` of an attached TUI: paths, the broker (over its socket), no runtime of its
     own to start or stop."""
@@ -105,10 +151,20 @@ class AttachedConsole:
     policy = None
     unsettled: tuple[Any, ...] = ()  # reported by the broker's own console at its start
 
-    def __init__(self, paths: Paths, hello: dict[str, Any], *, clock: Any = time.time):
+    def __init__(
+        self,
+        paths: Paths,
+        hello: dict[str, Any],
+        *,
+        clock: Any = time.time,
+        ledger_url: str | None = None,
+    ):
+        """`ledger_url`: the PostgreSQL ledger the broker writes, where the settings do not name
+        it (they are read at `start`, as the broker's console reads them)."""
         from svc_console.config.operator_passphrase import OperatorPassphrase
 
         self.paths, self.clock = paths, clock
+        self.ledger_url = ledger_url
         service = hello.get("service") or {}
         self.sandboxed = bool(service.get("sandbox"))
         # Where the first frame reads, and what its banner says, before the broker is reached.
@@ -125,10 +181,24 @@ class AttachedConsole:
     def serves(self, screen: str) -> bool:
         return screen in SERVED
 
+    def usage_source(self) -> AttachedUsage:
+        return AttachedUsage(self)
+
     async def start(self) -> AttachedBroker:
         from svc_console.services.attached_broker import AttachedBroker
 
-        broker = AttachedBroker(self.paths.operator_socket, self.ledger_path, clock=self.clock)
+        if self.ledger_url is None and not self.sandboxed:
+            # A team's ledger on PostgreSQL, named as the broker's console finds it; sandbox
+            # play stays in its local file, there as here.
+            from svc_console.config.ledger_url import ledger_url
+
+            self.ledger_url = ledger_url(self.paths)
+        broker = AttachedBroker(
+            self.paths.operator_socket,
+            self.ledger_path,
+            clock=self.clock,
+            ledger_url=self.ledger_url,
+        )
         await broker.attach()
         self.broker = broker
         return broker

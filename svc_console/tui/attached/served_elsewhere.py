@@ -1,7 +1,8 @@
 """What a console attached to a running broker shows in place of a screen that needs the broker's
-own process (the catalogue sync, the wallet's funding, the policy editor, the usage sync, the
-account forms, grants): which console serves it, and what to do instead. Said plainly, rather
-than a screen that looks alive and cannot act.
+own process (the catalogue sync, the wallet's funding, the policy editor, the account forms,
+grants): which console serves it, and what to do instead. Said plainly, rather than a screen that
+looks alive and cannot act. The usage screen is served (read from the ledger); only its sync is
+the broker's console's, and its `s` says so.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from textual.widgets import Footer, Header, Static
 # The command line's way to each, where it has one.
 INSTEAD = {
     "grants": "svc-console grants list / revoke ID",
-    "usage": "svc-console usage export",
     "wallet": "svc-console wallet fund ID",
     "policies": "svc-console policy check FILE / simulate FILE",
     "account": "svc-console login / connect",
@@ -44,8 +44,8 @@ class ServedElsewhere(Screen[None]):
         text.append(
             "This console is attached to a broker that runs in another process (svc-console"
             " serve, or another console on this home). It shows the approval queue and decides"
-            " over the operator socket; this screen needs the broker's own process. Open it in"
-            " the console that started the broker"
+            " over the operator socket, and reads the usage history from the ledger; this screen"
+            " needs the broker's own process. Open it in the console that started the broker"
         )
         instead = INSTEAD.get(self.screen_name)
         text.append(f", or use: {instead}" if instead else ".")

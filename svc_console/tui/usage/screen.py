@@ -8,12 +8,17 @@ SQLite computes from its indexes (`ledger/usage_query.py`). Every query runs in 
 read-only connection of its own and posts a message; the screen applies it. A change of filter
 bumps a generation number, so an answer to an older question is dropped, and interrupts the summary
 query still running.
+
+The screen reads through a `UsageSource` (`usage/source.py`): the runtime of the console running
+the broker, or what a console attached to it can read. There the sync and the background follower
+stay with the broker's console, and `s` says so rather than fetching.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -29,7 +34,6 @@ from svc_console.ledger import usage_query as ledger_usage
 from svc_console.ledger.readers import Interrupted, Reader, open_reader
 from svc_console.ledger.usage_query import UsageRow
 from svc_console.ledger.usage_write import SyncResult
-from svc_console.runtime import Runtime
 from svc_console.services.usage_export import describe_range, export_file
 from svc_console.tui import bindings
 from svc_console.tui.bindings import Command
@@ -51,6 +55,7 @@ from svc_console.tui.usage.messages import (
     Synced,
 )
 from svc_console.tui.usage.provider_names import ProviderNames
+from svc_console.tui.usage.source import SYNCED_ELSEWHERE, UsageSource, usage_source
 from svc_console.tui.usage.summary import SpendBreakdown, SpendChart, totals_text
 from svc_console.tui.usage.sync_status import SyncStatus, sync_text
 from svc_console.tui.usage.table import UsageTable
@@ -61,7 +66,6 @@ log = logging.getLogger(__name__)
 # The period presets `p` steps through, in days (None: all dates).
 PERIODS: tuple[int | None, ...] = (None, 7, 30, 90)
 BREAKDOWN_ROWS = 8
-# How often the background follower's state is read for an error (a sync tells the screen itself).
 
 
 def _command(
@@ -113,12 +117,12 @@ class UsageScreen(Screen[None]):
     }
     """
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Any) -> None:
+        """`runtime`: the console's started `Runtime`, or an attached console (`usage_source`)."""
         super().__init__(id="usage")
-        assert runtime.ledger is not None, "the usage screen needs a started runtime"
-        self.runtime = runtime
-        self.ledger_path = runtime.ledger.path
-        self.ledger_url = runtime.ledger.url
+        self.source: UsageSource = usage_source(runtime)
+        self.ledger_path = self.source.ledger_path
+        self.ledger_url = self.source.ledger_url
         self.filter = UsageFilter()
         self.summary = Summary()
         self.generation = 0
@@ -126,12 +130,13 @@ class UsageScreen(Screen[None]):
         self.summary_reader: Reader | None = None
         self._period = 0
         self.names = ProviderNames()  # shared with the table; filled by the workers
-        self.sync_status = SyncStatus.of(runtime.usage)
+        self.sync_status = SyncStatus.of(self.source.follower)
+        if self.source.synced_elsewhere:
+            self.sync_status = SyncStatus(elsewhere=True)  # the time is read from the ledger
         self._follower_seen = self.sync_status  # what the follower last said, as last read
 
     def now(self) -> float:
-        broker = self.runtime.broker
-        return broker.clock() if broker is not None else time.time()
+        return self.source.now()
 
     @property
     def colours(self) -> Palette:
@@ -144,7 +149,7 @@ class UsageScreen(Screen[None]):
     # -- layout -----------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        banner = service_banner(self.runtime.market, self.runtime.agent_warning)
+        banner = service_banner(self.source.market, self.source.agent_warning)
         if banner is not None:
             yield banner
         yield Header(show_clock=False, icon="$")
@@ -171,14 +176,14 @@ class UsageScreen(Screen[None]):
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._redraw())
         self._redraw()
-        if self.runtime.usage is not None:
-            self.runtime.usage.listeners.append(self._background_synced)
+        if self.source.follower is not None:
+            self.source.follower.listeners.append(self._background_synced)
         # The sums of a million rows keep a core busy for a while: started once the first frame
         # (with its rows) is out, they never hold it up.
         self.call_after_refresh(self._start_summary)
 
     def on_unmount(self) -> None:
-        follower = self.runtime.usage
+        follower = self.source.follower
         if follower is not None and self._background_synced in follower.listeners:
             follower.listeners.remove(self._background_synced)
         for reader in (self.table_reader, self.summary_reader):
@@ -203,11 +208,13 @@ class UsageScreen(Screen[None]):
         """Ask for the rows and the summary of the current filter, forgetting older answers."""
         self.generation += 1
         self.summary = Summary()
-        empty = (
-            "No usage synced yet: press s to fetch it from the service."
-            if self.filter.is_default
-            else "No charges match these filters: c clears them."
-        )
+        empty = "No charges match these filters: c clears them."
+        if self.filter.is_default:
+            empty = (
+                "No usage synced yet: the broker's console fetches it from the service."
+                if self.source.synced_elsewhere
+                else "No usage synced yet: press s to fetch it from the service."
+            )
         table.show(self.filter, empty_text=empty)
         if summary:
             self._start_summary()
@@ -236,6 +243,8 @@ class UsageScreen(Screen[None]):
             ("agents", lambda conn: ledger_usage.per_agent(conn, f, BREAKDOWN_ROWS)),
             ("days", lambda conn: ledger_usage.per_day(conn, f)),
         )
+        if self.source.synced_elsewhere:  # when the broker's console last stored a sync
+            parts += (("synced", self.source.last_synced),)
         with reader.lock:
             for part, query in parts:
                 if worker.is_cancelled or reader.closed:
@@ -252,6 +261,10 @@ class UsageScreen(Screen[None]):
 
     def on_summary_loaded(self, message: SummaryLoaded) -> None:
         if message.generation != self.generation:
+            return
+        if message.part == "synced":
+            self.sync_status = SyncStatus(message.value, elsewhere=True)
+            self._draw_sync()
             return
         self.summary = Summary(**{**self.summary.__dict__, message.part: message.value})
         self._draw_summary()
@@ -286,8 +299,13 @@ class UsageScreen(Screen[None]):
         self.query_one("#usage-agents", SpendBreakdown).show(s.agents, total, colours)
 
     def _draw_sync(self) -> None:
-        text = sync_text(self.sync_status, self.now(), self.colours)
+        short = self.app.size.width < self.HORIZONTAL_BREAKPOINTS[1][0]
+        text = sync_text(self.sync_status, self.now(), self.colours, short=short)
         self.query_one("#usage-synced", Static).update(text)
+
+    def on_resize(self) -> None:
+        if self.sync_status.elsewhere:
+            self._draw_sync()  # its long form only where it leaves room for the totals
 
     def on_usage_table_highlighted(self, message: UsageTable.Highlighted) -> None:
         self._show_detail(message.row)
@@ -379,7 +397,7 @@ class UsageScreen(Screen[None]):
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.now()))
         count = self.summary.totals.count if self.summary.totals else None
         dialog = UsageExportDialog(
-            self.runtime.paths.home / "exports",
+            self.source.exports,
             stamp,
             described=describe_range(self.filter),
             count=count,
@@ -416,8 +434,12 @@ class UsageScreen(Screen[None]):
         )
 
     def action_sync(self) -> None:
+        if self.source.synced_elsewhere:
+            self.notify(SYNCED_ELSEWHERE, title="Usage synced elsewhere", markup=False)
+            return
+
         async def sync() -> None:
-            self.post_message(Synced(await self.runtime.sync_usage()))
+            self.post_message(Synced(await self.source.sync()))
 
         self.notify("Fetching the usage history…", markup=False)
         self.run_worker(
@@ -429,7 +451,7 @@ class UsageScreen(Screen[None]):
         self.post_message(BackgroundSynced())
 
     def on_background_synced(self, _message: BackgroundSynced) -> None:
-        result = getattr(self.runtime.usage, "last_result", None)
+        result = getattr(self.source.follower, "last_result", None)
         self._read_follower()
         if isinstance(result, SyncResult) and (result.inserted or result.updated):
             self._reload()  # something new was stored; a sync that stored nothing changes no row
@@ -437,7 +459,7 @@ class UsageScreen(Screen[None]):
     def _read_follower(self) -> None:
         """Show the follower's news, if it has any since it was last read (a sync on `s` may be
         newer than what the follower last said, and is not overwritten by it)."""
-        seen = SyncStatus.of(self.runtime.usage)
+        seen = SyncStatus.of(self.source.follower)
         if seen != self._follower_seen:
             self._follower_seen = self.sync_status = seen
             self._draw_sync()

@@ -199,17 +199,20 @@ class Chain:
         events: Sequence[tuple[str | None, str, dict[str, Any], float]],
     ) -> tuple[int, str]:
         seq, previous = self.seq, self.hash
+        rows = []
         for request_id, kind, data, at in events:
             digest = link(self.key, previous, event_payload(at, request_id, kind, data))
             # The seq is the chain's own count, not the engine's: a sequence on PostgreSQL
             # would leave a gap after a transaction rolled back, and a gap reads as cut events.
             seq += 1
-            conn.execute(
-                "INSERT INTO events (seq, at, request_id, type, data, prev_hash, hash)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [seq, at, request_id, kind, dumps(data), previous, digest],
-            )
+            rows.append((seq, at, request_id, kind, dumps(data), previous, digest))
             previous = digest
+        # In one go: on PostgreSQL, one round trip for the lot (psycopg pipelines executemany).
+        conn.executemany(
+            "INSERT INTO events (seq, at, request_id, type, data, prev_hash, hash)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
         return seq, previous
 
     def took(self, head: tuple[int, str]) -> None:

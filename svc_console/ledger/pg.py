@@ -122,6 +122,19 @@ class Connection:
             cursor.executemany(pg_dialect.translate(sql), [list(r) for r in rows])  # type: ignore[arg-type]
         return Cursor(cursor)
 
+    def batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple]]:
+        """Several statements in one round trip (psycopg's pipeline mode); the rows of each.
+        The server runs them in order, each seeing what the ones before it did: a lock taken
+        by the first holds for the reads after it, as if they had been sent one by one."""
+        cursors = []
+        with _as_sqlite_errors():
+            with self.raw.pipeline():
+                for sql, params in statements:
+                    cursor = self.raw.cursor()
+                    cursor.execute(pg_dialect.translate(sql), list(params))  # type: ignore[arg-type]
+                    cursors.append(Cursor(cursor))
+            return [cursor.fetchall() for cursor in cursors]
+
     @property
     def in_transaction(self) -> bool:
         return self.raw.info.transaction_status != pq.TransactionStatus.IDLE

@@ -57,13 +57,19 @@ class Member:
     def begin(self, conn: Any) -> tuple[tuple[int, str] | None, list[Change]]:
         """Right after BEGIN: wait for the writers' lock, then return the chain's head as
         committed (None: no event yet) and the other brokers' budget changes since the last."""
-        conn.execute("SELECT pg_advisory_xact_lock(?)", [WRITES])
-        # One round trip for the head and whether any change is new (alone, there is none).
-        seq, digest, last = conn.execute(
-            "SELECT (SELECT seq FROM events ORDER BY seq DESC LIMIT 1),"
-            " (SELECT hash FROM events ORDER BY seq DESC LIMIT 1),"
-            " (SELECT max(id) FROM budget_changes)"
-        ).fetchone()
+        # One round trip for the lock, the head and whether any change is new (alone, there is
+        # none): the reads run after the lock is held, each statement with a snapshot of its own.
+        _locked, [(seq, digest, last)] = conn.batch(
+            [
+                ("SELECT pg_advisory_xact_lock(?)", [WRITES]),
+                (
+                    "SELECT (SELECT seq FROM events ORDER BY seq DESC LIMIT 1),"
+                    " (SELECT hash FROM events ORDER BY seq DESC LIMIT 1),"
+                    " (SELECT max(id) FROM budget_changes)",
+                    [],
+                ),
+            ]
+        )
         changes = self.others_changes(conn) if (last or 0) > self.seen else []
         return ((seq, digest) if seq is not None else None), changes
 

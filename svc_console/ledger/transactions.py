@@ -74,10 +74,13 @@ class Transactions:
     @contextlib.contextmanager
     def _group_write(self) -> Iterator[None]:
         """One write of the group transaction, opened if none is: in a savepoint of its own,
-        so a write that fails is taken back alone. Its budget changes reach the listeners as
-        the write ends, as a transaction's would: the totals the policy reads next include
-        them, so requests judged in one turn cannot pass a cap together."""
+        so a write that fails is taken back alone (the write that opens the transaction needs
+        none: failing, it takes back the transaction, which holds nothing else). Its budget
+        changes reach the listeners as the write ends, as a transaction's would: the totals the
+        policy reads next include them, so requests judged in one turn cannot pass a cap
+        together."""
         group = self._group
+        opens = group is None
         if group is None:
             loop = asyncio.get_running_loop()
             self._budget_changes, self._finals = [], []
@@ -87,24 +90,29 @@ class Transactions:
             group = self._group = group_commit.Group(loop.create_future())
             loop.call_soon(self.commit_group)  # at the end of this turn of the loop
         mark = self._chain.mark()
-        self.db.conn.execute("SAVEPOINT shared_write")
+        if not opens:
+            self.db.conn.execute("SAVEPOINT group_write")
         try:
             yield
-        except BaseException:
-            if self.db.conn.in_transaction:
-                self.db.conn.execute("ROLLBACK TO shared_write")
-                self.db.conn.execute("RELEASE shared_write")
-            self._chain.rewind(mark)
+        except BaseException as exc:
             self._budget_changes, self._finals = [], []
+            if opens:
+                self._group = None
+                self._abandon(group, exc)
+            else:
+                if self.db.conn.in_transaction:
+                    self.db.conn.execute("ROLLBACK TO group_write")
+                    self.db.conn.execute("RELEASE group_write")
+                self._chain.rewind(mark)
             raise
-        self.db.conn.execute("RELEASE shared_write")
+        if not opens:
+            self.db.conn.execute("RELEASE group_write")
         group.writes += 1
         group.changes += self._tell_listeners()
 
     def commit_group(self) -> None:
         """Commit the group transaction, if one is open, and wake its writers. If it cannot
-        be committed, nothing of it is: its budget changes are given back to the listeners and
-        its writers' `committed()` raises."""
+        be committed, nothing of it is (`_abandon`)."""
         group, self._group = self._group, None
         if group is None:
             return
@@ -112,17 +120,22 @@ class Transactions:
             head = self._seal()
             self.db.conn.execute("COMMIT")
         except BaseException as exc:
-            self.db.rollback()
-            self._chain.begin()
-            given_back = [(buckets, slot, -delta) for buckets, slot, delta in group.changes]
-            for listener in self.budget_listeners if given_back else ():
-                listener(given_back)
-            group.failed(exc)
+            self._abandon(group, exc)
             return
         if head is not None:
             self._chain.took(head)
             self._anchor()
         group.committed()
+
+    def _abandon(self, group: group_commit.Group, exc: BaseException) -> None:
+        """Roll the group transaction back: the budget changes its writes told the listeners
+        are given back, and its writers' `committed()` raises."""
+        self.db.rollback()
+        self._chain.begin()
+        given_back = [(buckets, slot, -delta) for buckets, slot, delta in group.changes]
+        for listener in self.budget_listeners if given_back else ():
+            listener(given_back)
+        group.failed(exc)
 
     def _begun(self) -> None:
         """Just after BEGIN. On a shared ledger: the writers' lock, the chain's head as the

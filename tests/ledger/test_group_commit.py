@@ -74,6 +74,22 @@ async def test_a_failed_write_is_taken_back_alone(ledger):
     assert _verify(ledger).intact
 
 
+async def test_a_failed_first_write_takes_back_its_transaction_and_the_next_write_opens_one(
+    ledger,
+):
+    ledger.insert_request(plain_request("req_1"))
+    with group_commit.joined():
+        # The write that opens the group fails: it has no savepoint, the group holds nothing else.
+        with pytest.raises(IllegalTransition):
+            ledger.decide("req_1", Decision(approved=True, by="x", at=2.0), State.approved)
+        assert not ledger.db.conn.in_transaction
+        ledger.transition("req_1", State.inspecting, at=2.0)
+    await ledger.committed()
+    assert dict(_committed(ledger, "SELECT id, state FROM requests")) == {"req_1": "inspecting"}
+    assert _committed(ledger, "SELECT count(*) FROM decisions") == [(0,)]
+    assert _verify(ledger).intact
+
+
 async def test_an_execution_starts_only_after_its_decision_is_committed(ledger):
     ledger.insert_request(plain_request("req_1"))
     ledger.transition("req_1", State.inspecting, at=2.0)

@@ -88,7 +88,7 @@ def measure(
             load.stdin.flush()
             report = json.loads(load.stdout.readline())
             load.wait(30)
-            ids = report["ids"]
+            ids = report["ids"][str(host.socket)]
             host.wait_all(ids, DECIDE_TIMEOUT_S)
             cpu = host.cpu_seconds() - cpu
             seen = {i: host.visible[i] for i in ids if i in host.visible}

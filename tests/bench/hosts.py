@@ -239,7 +239,13 @@ async def _agents(args: argparse.Namespace) -> None:
 
     # Named from load-001: one agent alone is then one the policy approves without asking, as
     # most of the 200 are (load-000 is denied: the baseline would do half the work of the 200).
-    agents = [AsyncAgent(f"load-{n:03d}", args.socket) for n in range(1, args.agents + 1)]
+    # With several sockets (brokers sharing a ledger), agent n asks on socket n mod their number:
+    # the names and keys are the same whatever the brokers.
+    sockets = args.socket
+    agents = [
+        AsyncAgent(f"load-{n:03d}", sockets[(n - 1) % len(sockets)])
+        for n in range(1, args.agents + 1)
+    ]
     for agent in agents:
         await agent.connect()
     loop = asyncio.get_running_loop()
@@ -252,7 +258,7 @@ async def _agents(args: argparse.Namespace) -> None:
     threading.Thread(target=wait_for_go, daemon=True).start()
     print(f"ready {len(agents)}", flush=True)
     await go.wait()
-    ids: list[str] = []
+    ids: dict[str, list[str]] = {path: [] for path in sockets}  # by socket
     errors: list[str] = []
 
     async def submit_all(n: int, agent: AsyncAgent) -> None:
@@ -267,7 +273,7 @@ async def _agents(args: argparse.Namespace) -> None:
             except AgentError as exc:
                 errors.append(f"{exc.reason}: {exc.message}")
             else:
-                ids.append(ticket["request_id"])
+                ids[sockets[(n - 1) % len(sockets)]].append(ticket["request_id"])
 
     started = time.monotonic_ns()
     await asyncio.gather(*(submit_all(n, agent) for n, agent in enumerate(agents, start=1)))
@@ -394,7 +400,7 @@ def main() -> None:
     echo = modes.add_parser("echo")
     echo.add_argument("--socket", required=True)
     agents = modes.add_parser("agents")
-    agents.add_argument("--socket", required=True)
+    agents.add_argument("--socket", action="append", required=True, help="again for several")
     agents.add_argument("--agents", type=int, required=True)
     agents.add_argument("--each", type=int, required=True)
     args = parser.parse_args()

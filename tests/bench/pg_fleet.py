@@ -34,6 +34,7 @@ from hosts import BrokerHost
 from sandbox_farm import DEFAULT_WORKERS, FarmHost
 
 PG_HOSTS = harness.BENCH_DIR / "pg_hosts.py"
+HOSTS = harness.BENCH_DIR / "hosts.py"
 REAL_LEDGER = "ledger.db"  # the ledger of a configured service, the one SVC_LEDGER_URL moves
 CLUSTER_NOTE = "throwaway local PostgreSQL 15 on a Unix socket, fsync off (fast, unsafe)"
 DECIDE_TIMEOUT_S = 300.0
@@ -186,7 +187,7 @@ class Load:
 
 
 def _start_agents(fleet: Fleet, agents: int, each: int) -> subprocess.Popen[str]:
-    argv = [sys.executable, str(PG_HOSTS), "agents", "--agents", str(agents), "--each", str(each)]
+    argv = [sys.executable, str(HOSTS), "agents", "--agents", str(agents), "--each", str(each)]
     for host in fleet.hosts:
         argv += ["--socket", str(host.socket)]
     load = subprocess.Popen(

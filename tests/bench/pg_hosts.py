@@ -1,7 +1,7 @@
-"""The processes the PostgreSQL benchmarks drive, each started fresh by `pg_fleet.py`:
+"""The broker process the PostgreSQL benchmarks drive, started fresh by `pg_fleet.py` (their
+agents are `hosts.py agents`, given each broker's socket):
 
     python pg_hosts.py serve --home DIR --sandbox CREDENTIALS --policy FILE [--ledger-url URL]
-    python pg_hosts.py agents --socket PATH [--socket PATH ...] --agents N --each K
 
 `serve` is `svc-console serve` itself (the command's code, `cli.main(["serve", ...])`), configured
 for the sandbox farm as for any real service (SVC_BASE_URL, SVC_API_KEY, SVC_WALLET_CONFIG), so
@@ -11,10 +11,6 @@ the runtime has started: it prints `<request id> <state> <CLOCK_MONOTONIC ns>` w
 becomes visible decided, so the figures are measured as the SQLite ones are. The command's own
 lines go to stderr (the broker's log file); stdout carries only `ready`, those lines and `cpu`.
 Closing stdin stops it as SIGTERM stops `svc-console serve`.
-
-`agents` is the throughput load of `hosts.py agents`, spread over several brokers: agent n
-(`load-001`...) speaks to socket n modulo their number, so the policy's mix of agents and each
-request's idempotency key are the same whether one broker or several share the ledger.
 """
 
 from __future__ import annotations
@@ -26,7 +22,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -114,51 +109,6 @@ def _serve(args: argparse.Namespace) -> int:
     return command(["serve", "--policy", args.policy])
 
 
-async def _agents(args: argparse.Namespace) -> None:
-    from svc_console.agent import AgentError, AsyncAgent
-
-    sockets = args.socket
-    # Numbered from load-001, as `hosts.py agents` numbers them (the policy's mix is by name).
-    agents = [
-        (n, AsyncAgent(f"load-{n:03d}", sockets[(n - 1) % len(sockets)]))
-        for n in range(1, args.agents + 1)
-    ]
-    for _, agent in agents:
-        await agent.connect()
-    loop = asyncio.get_running_loop()
-    go = asyncio.Event()
-
-    def wait_for_go() -> None:
-        sys.stdin.readline()
-        loop.call_soon_threadsafe(go.set)
-
-    threading.Thread(target=wait_for_go, daemon=True).start()
-    print(f"ready {len(agents)}", flush=True)
-    await go.wait()
-    ids: dict[str, list[str]] = {path: [] for path in sockets}
-    errors: list[str] = []
-
-    async def submit_all(n: int, agent: AsyncAgent) -> None:
-        for k in range(args.each):
-            try:
-                ticket = await agent.submit(
-                    endpoint_id="ep_websearch_basic",
-                    inputs={"query": f"load {n} {k}"},
-                    purpose="throughput benchmark",
-                    idempotency_key=f"load-{n}-{k}",
-                )
-            except AgentError as exc:
-                errors.append(f"{exc.reason}: {exc.message}")
-            else:
-                ids[sockets[(n - 1) % len(sockets)]].append(ticket["request_id"])
-
-    started = time.monotonic_ns()
-    await asyncio.gather(*(submit_all(n, agent) for n, agent in agents))
-    print(json.dumps({"go_ns": started, "ids": ids, "errors": errors}), flush=True)
-    for _, agent in agents:
-        await agent.close()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     modes = parser.add_subparsers(dest="mode", required=True)
@@ -167,14 +117,8 @@ def main() -> None:
     serve.add_argument("--sandbox", required=True, help="the farm's credentials.json")
     serve.add_argument("--policy", required=True, help="a SKILLS.md policy file")
     serve.add_argument("--ledger-url", help="a PostgreSQL URL (default: the SQLite file)")
-    agents = modes.add_parser("agents")
-    agents.add_argument("--socket", action="append", required=True)
-    agents.add_argument("--agents", type=int, required=True)
-    agents.add_argument("--each", type=int, required=True)
     args = parser.parse_args()
-    if args.mode == "serve":
-        sys.exit(_serve(args))
-    asyncio.run(_agents(args))
+    sys.exit(_serve(args))
 
 
 if __name__ == "__main__":

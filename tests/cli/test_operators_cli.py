@@ -5,11 +5,13 @@ a wrong one changes nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -91,11 +93,10 @@ def test_agents_add_records_the_operator_who_registered_it(home: Path):
     assert "by alice" in run("agents", "list").stdout
 
 
-def test_a_cli_decision_names_its_operator_and_a_bad_token_decides_nothing(home: Path):
-    token = add("alice")
-    token_file = home / "alice.token"
-    token_file.write_text(token)
-    token_file.chmod(0o600)
+@contextlib.contextmanager
+def serving_one_pending() -> Iterator[str]:
+    """`svc-console serve` running, with one request an agent submitted waiting for the
+    operator: its id. The broker is stopped after."""
     server = subprocess.Popen(
         [*CLI, "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -109,7 +110,18 @@ def test_a_cli_decision_names_its_operator_and_a_bad_token_decides_nothing(home:
         )
         assert submitted.returncode == 0, submitted.stderr
         ids = wait_for(lambda: json.loads(run("approvals", "list", "--json").stdout))
-        request_id = ids[0]["id"]
+        yield ids[0]["id"]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_a_cli_decision_names_its_operator_and_a_bad_token_decides_nothing(home: Path):
+    token = add("alice")
+    token_file = home / "alice.token"
+    token_file.write_text(token)
+    token_file.chmod(0o600)
+    with serving_one_pending() as request_id:
         bare = run("approvals", "approve", request_id)
         assert bare.returncode == 2 and "need an operator account" in bare.stderr
         wrong = as_operator("alice", "svcop_wrong", "approvals", "approve", request_id)
@@ -130,9 +142,6 @@ def test_a_cli_decision_names_its_operator_and_a_bad_token_decides_nothing(home:
         history = json.loads(run("approvals", "list", "--history", "--json").stdout)
         decision = next(r for r in history if r["id"] == request_id)["decision"]
         assert decision["by"] == "alice" and decision["evidence"]["operator"] == "alice"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 @pytest.mark.parametrize(
@@ -154,21 +163,9 @@ def test_a_broken_accounts_file_or_operator_setting_stops_serve_in_one_line(
 
 def test_revoking_a_grant_from_the_cli_needs_an_operator_and_names_them(home: Path):
     token = add("alice")
-    server = subprocess.Popen(
-        [*CLI, "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        assert "broker on" in server.stdout.readline()
-        submitted = subprocess.run(
-            [*AS_AGENT, *CLI, "agent", "submit", *SUBMIT],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        assert submitted.returncode == 0, submitted.stderr
-        ids = wait_for(lambda: json.loads(run("approvals", "list", "--json").stdout))
+    with serving_one_pending() as request_id:
         granted = as_operator(
-            "alice", token, "approvals", "approve", ids[0]["id"], "--for", "1h", "--total", "1"
+            "alice", token, "approvals", "approve", request_id, "--for", "1h", "--total", "1"
         )
         assert granted.returncode == 0, granted.stderr
         [grant] = json.loads(run("grants", "list", "--json").stdout)
@@ -186,6 +183,3 @@ def test_revoking_a_grant_from_the_cli_needs_an_operator_and_names_them(home: Pa
         assert json.loads(run("grants", "list", "--json").stdout) == []
         [ended] = json.loads(run("grants", "list", "--all", "--json").stdout)
         assert ended["ended_by"] == "alice"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)

@@ -115,6 +115,20 @@ def showing_queue(app: Any) -> bool:
     )
 
 
+async def secret_asked(pilot: Pilot[Any], kind: type[Any]) -> Any:
+    """A passphrase or sign-in dialog of `kind`, settled: the field it asks first has the focus.
+    Textual focuses the first input when the screen mounts and the dialog then moves the focus
+    to the field it asks first, so the screen alone is not yet the state to type into."""
+
+    def settled() -> bool:
+        screen = pilot.app.screen
+        focused = screen.focused if isinstance(screen, kind) else None
+        return focused is not None and f"#{focused.id}" == screen.first_field()
+
+    await until(pilot, settled)
+    return pilot.app.screen
+
+
 async def started(pilot: Pilot[Any]) -> None:
     await until(pilot, lambda: showing_queue(pilot.app))
 

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from helpers import eventually
-from tui_support import queue, rows, screen_text, type_text, until
+from tui_support import queue, rows, screen_text, secret_asked, type_text, until
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import SubmitParams
@@ -105,7 +105,7 @@ async def test_an_attached_console_asks_the_passphrase_once_and_decides_with_it(
         request_id = await submit(runtime, "heat pumps")
         app = await attached(runtime)
         async with app.run_test(size=(120, 36)) as pilot:
-            await until(pilot, lambda: isinstance(app.screen, UnlockScreen))
+            await secret_asked(pilot, UnlockScreen)
             await type_text(pilot, PASSPHRASE)
             await pilot.press("enter")
             await rows(pilot, 1)
@@ -232,7 +232,7 @@ async def test_with_operator_accounts_an_attached_console_signs_in_and_decides_a
         request_id = await submit(runtime, "heat pumps")
         app = await attached(runtime)
         async with app.run_test(size=(120, 36)) as pilot:
-            await until(pilot, lambda: isinstance(app.screen, SignInScreen))
+            await secret_asked(pilot, SignInScreen)
             await type_text(pilot, "alice")
             await pilot.press("enter")
             await type_text(pilot, "not-the-token")

@@ -10,7 +10,7 @@ from typing import Any
 from attached_support import broker_beside
 from helpers import FakeClock, eventually
 from textual.pilot import Pilot
-from tui_support import PINNED_SANDBOX, pin_sandbox_address, rows, until
+from tui_support import PINNED_SANDBOX, pin_sandbox_address, rows, secret_asked, until
 
 from svc_console.broker.params import SubmitParams
 from svc_console.config.paths import Paths
@@ -81,6 +81,6 @@ def test_snapshot_the_sign_in_of_an_attached_console(
         app = attached_app(paths, clock)
 
         async def run_before(pilot: Pilot[Any]) -> None:
-            await until(pilot, lambda: isinstance(app.screen, SignInScreen))
+            await secret_asked(pilot, SignInScreen)
 
         assert snap_compare(app, terminal_size=(100, 24), run_before=run_before)

@@ -14,7 +14,15 @@ import pytest
 from helpers import FakeClock
 from textual.pilot import Pilot
 from textual.widgets import Input
-from tui_support import build_console, rows, screen_text, started, type_text, until
+from tui_support import (
+    build_console,
+    rows,
+    screen_text,
+    secret_asked,
+    started,
+    type_text,
+    until,
+)
 
 from svc_console.agent import AsyncAgent
 from svc_console.config.operator_accounts import OperatorAccounts
@@ -46,17 +54,7 @@ def alice(paths: Paths) -> str:
 
 
 async def asked(pilot: Pilot[Any]) -> SignInScreen:
-    """The sign-in, mounted: one of its fields has the focus."""
-    await until(
-        pilot,
-        lambda: (
-            isinstance(pilot.app.screen, SignInScreen)
-            and isinstance(pilot.app.screen.focused, Input)
-        ),
-    )
-    screen = pilot.app.screen
-    assert isinstance(screen, SignInScreen)
-    return screen
+    return await secret_asked(pilot, SignInScreen)
 
 
 async def submitted(app: ConsoleApp) -> str:

@@ -10,7 +10,7 @@ import pytest
 from helpers import FakeClock
 from textual.pilot import Pilot
 from textual.widgets import Input
-from tui_support import build_console, screen_text, started, type_text, until
+from tui_support import build_console, screen_text, secret_asked, started, type_text, until
 
 from svc_console.config.operator_passphrase import OperatorPassphrase
 from svc_console.config.paths import Paths
@@ -30,7 +30,7 @@ def console(
 
 
 async def asked(pilot: Pilot[Any]) -> None:
-    await until(pilot, lambda: isinstance(pilot.app.screen, UnlockScreen))
+    await secret_asked(pilot, UnlockScreen)
 
 
 async def test_a_wrong_passphrase_is_refused_and_the_right_one_opens_the_console(console):

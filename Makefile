@@ -8,14 +8,20 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test bench crash load lint format clean
 
+# The install speaks in a few lines of its own; pip's output goes to .venv/install.log, shown
+# only when the install fails.
 $(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@test -x $(BIN)/python || { echo "svc-console: creating .venv (first run only)"; \
+		$(PYTHON) -m venv $(VENV); }
+	@echo "svc-console: installing packages into .venv (a minute or two the first time)"
+	@{ $(BIN)/python -m pip install --quiet --upgrade pip \
+		&& $(BIN)/python -m pip install --quiet -e '.[dev]'; } > $(VENV)/install.log 2>&1 \
+		|| { tail -n 30 $(VENV)/install.log; echo "svc-console: install failed; the whole log is .venv/install.log"; exit 1; }
 	@touch $(STAMP)
+	@echo "svc-console: ready"
 
 demo: $(STAMP)
-	$(BIN)/svc-console demo
+	@$(BIN)/svc-console demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -121,6 +121,10 @@ class PagedTable(DataTable[Text]):
             self._let_go.discard(self.gone_id)
             self.choose()
 
+    def hold(self, request_ids: Iterable[str]) -> None:
+        """The decision on these was not made: their leaving is a lost selection again."""
+        self._let_go.difference_update(request_ids)
+
     def choose(self) -> bool:
         """The operator moved after their selection left the page: the row under the (hidden)
         cursor becomes the selection, without moving. True when there was a lost one."""

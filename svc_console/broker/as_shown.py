@@ -34,7 +34,7 @@ def refuse_if_any_changed(requests: Iterable[SpendRequest], seen: Mapping[str, s
         and seen[request.id] != facts_digest(request)
     ]
     if len(changed) == 1:
-        refuse_if_changed(changed[0], seen[changed[0].id])
+        raise errors.FactsChanged(changed_since_shown(changed[0]), request_ids=[changed[0].id])
     if changed:
         ids = [request.id for request in changed]
         raise errors.FactsChanged(

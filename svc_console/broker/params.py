@@ -98,14 +98,14 @@ class FundWaitParams(WaitParams):
 Seen = Annotated[str, Field(pattern=DIGEST.pattern)]
 
 
-class Decided(Params):
+class Several(Params):
     """A decision on several requests: the digest each was shown with, by request id."""
 
     request_ids: list[str] = Field(min_length=1, max_length=500)
     seen: dict[str, Seen] | None = None
 
     @model_validator(mode="after")
-    def _seen_of_these(self) -> "Decided":
+    def _seen_of_these(self) -> "Several":
         if not set(self.seen or ()) <= set(self.request_ids):
             raise ValueError("seen names a request that request_ids does not")
         return self
@@ -127,7 +127,7 @@ class DenyParams(RequestParams, Credentials):
     grant_for: str | None = Field(None, max_length=20)  # also deny calls like it for a while
 
 
-class ApproveManyParams(Decided, Credentials):
+class ApproveManyParams(Several, Credentials):
     """Several pending requests approved at once: each gets its own decision; the typed
     confirmation, when the total needs one, is the total."""
 
@@ -135,7 +135,7 @@ class ApproveManyParams(Decided, Credentials):
     note: str | None = Field(None, max_length=500)
 
 
-class DenyManyParams(Decided, Credentials):
+class DenyManyParams(Several, Credentials):
     reason: str = Field(min_length=1, max_length=500)
 
 

@@ -2,14 +2,13 @@
 for a while (`A`, `D`: a grant), always (`w`: a rule in a SKILLS.md file), and every marked
 request at once (`a`, `d` while some are marked; `space` and `m` mark).
 
-Every decision goes through the broker's public API, and is made on what the operator was shown:
-the request the detail shows when the key is pressed (never a row the cursor reached a moment
-before the detail was drawn), with the digest of its facts as shown (`core/shown_facts.py`),
-which each dialog captures as it opens and its decision carries. The broker refuses a decision
-whose request changed since; the screen says so and shows the request again. A decision made
-straight from a key reports the broker's refusal as a notification; one made in a dialog shows
-it in the dialog, which stays open with nothing decided. A mixin of `ApprovalsScreen`, which owns
-the lists and the marks.
+Every decision goes through the broker's public API, and is made on what the operator was shown
+(`as_shown.py`): the request the detail shows when the key is pressed, with the digest of its
+facts, which each dialog captures as it opens and its decision carries. A decision made straight
+from a key reports the broker's refusal as a notification; one made in a dialog shows it in the
+dialog, which stays open with nothing decided, except that a request changed since it was shown
+closes the dialog and is shown again. A mixin of `ApprovalsScreen`, which owns the lists and the
+marks.
 """
 
 from __future__ import annotations

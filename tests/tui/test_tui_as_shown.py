@@ -78,6 +78,17 @@ def decided_here(app: ConsoleApp) -> list[tuple[str, bool, str | None]]:
     ]
 
 
+async def recorded(app: ConsoleApp) -> tuple[int, int]:
+    """How many decisions and audit events the ledger holds, once all it was given is committed."""
+    ledger = app.runtime.ledger
+    await ledger.committed()
+    counts = [
+        ledger.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("decisions", "events")
+    ]
+    return counts[0], counts[1]
+
+
 class Operator:
     """Presses keys and checks, after every one, that a dialog about one request is about the
     request the detail shows, with the digest of the facts the detail showed as it opened, and
@@ -263,12 +274,13 @@ async def test_a_request_repriced_while_its_dialog_is_open_is_refused_and_shown_
         await until(pilot, lambda: isinstance(app.screen, DenyReasonModal))
         seen = app.screen.seen
         await reprice_elsewhere(app, sandbox, request_id)
+        before = await recorded(app)
         await you.type("too dear")
         await you.press("enter")
         await until(pilot, lambda: f"{request_id} changed since it was shown" in notices(app))
         assert "up to 0.03 USDC on base (x402)" in notices(app)
         assert "nothing was decided" in notices(app)
-        assert decided_here(app) == []
+        assert decided_here(app) == [] and await recorded(app) == before
         assert app.runtime.broker.get(request_id).state == State.pending
         # Shown again, as it is now: selected, at its new price; a new dialog binds the new facts.
         await until(pilot, lambda: shown(app).estimate.amount_usdc == Decimal("0.03"))
@@ -365,10 +377,11 @@ async def test_a_key_on_facts_the_detail_no_longer_holds_decides_nothing(console
         for attempt, (key, amount) in enumerate((("a", "0.05"), ("d", "0.07")), start=1):
             dearer = Decimal(amount)
             reprice_behind_the_screen(app.runtime, request_id, dearer, attempt)
+            before = await recorded(app)
             await you.press(key)
             assert isinstance(app.screen, ApprovalsScreen)  # no dialog on facts not shown
             await until(pilot, lambda: f"{request_id} changed since it was shown" in notices(app))
-            assert decided_here(app) == []
+            assert decided_here(app) == [] and await recorded(app) == before
             # Shown again as it is now.
             await until(pilot, lambda: shown(app).estimate.amount_usdc == dearer)  # noqa: B023
             app.clear_notifications()

@@ -36,6 +36,14 @@ class WrongState(BrokerError):
     code, reason = -32003, "wrong_state"
 
 
+class FactsChanged(WrongState):
+    """A decision bound to facts the request no longer has (`core/shown_facts.py`): repriced,
+    re-quoted, its verdict or state changed, or another request altogether. Nothing is decided
+    or recorded; `data.request_ids` names the requests that changed."""
+
+    reason = "changed"
+
+
 class ConfirmationRequired(BrokerError):
     code, reason = -32004, "confirmation_required"
 

@@ -62,6 +62,7 @@ from svc_console.broker.reads import Reads
 from svc_console.broker.secret_refusal import refuse_secrets
 from svc_console.broker.service import Broker
 from svc_console.core.models import SpendRequest
+from svc_console.core.shown_facts import facts_digest
 
 PROTOCOL_VERSION = 2
 # What the console's own clients (the CLI, the MCP bridge) say in hello: they act for the agent
@@ -266,12 +267,13 @@ class Methods:
 
     async def list_approvals(self, caller: Caller, params: dict[str, Any]) -> Any:
         listing = ListParams.model_validate(params)
+        # Each with the digest of the facts listed, for a decision bound to them (`seen`).
         if listing.view == "history":
-            return [public(r) for r in self.broker.history(listing.limit)]
+            return [listed(r) for r in self.broker.history(listing.limit)]
         # Under the two-person rule, who approved a pending request so far.
         approvals = self.broker.decisions.operator_approvals
         return [
-            {**public(r), "approved_by": approvals(r)} for r in self.broker.pending(listing.limit)
+            {**listed(r), "approved_by": approvals(r)} for r in self.broker.pending(listing.limit)
         ]
 
     async def follow(self, caller: Caller, params: dict[str, Any]) -> Any:
@@ -320,12 +322,15 @@ class Methods:
             confirm_total=approval.confirm_total,
             note=approval.note,
             decider=decider,
+            seen=approval.seen,
         )
 
     async def deny_many(self, caller: Caller, params: dict[str, Any]) -> Any:
         denial = DenyManyParams.model_validate(params)
         decider = await self._decider(caller, denial.request_ids[0], denial)
-        return await self.broker.deny_many(denial.request_ids, denial.reason, decider)
+        return await self.broker.deny_many(
+            denial.request_ids, denial.reason, decider, seen=denial.seen
+        )
 
     async def fund_start(self, caller: Caller, params: dict[str, Any]) -> Any:
         """A funding checkout for what the wallet lacks of what the request needs."""
@@ -479,3 +484,8 @@ def public(request: Any) -> dict[str, Any]:
     # skill.md is for the operator's screen; agents fetch it themselves if they want it. Which
     # process submitted is the console's evidence, not the agent's business.
     return request.model_dump(mode="json", exclude={"skill", "submitter"})
+
+
+def listed(request: SpendRequest) -> dict[str, Any]:
+    """A request as `approvals.list` gives it: with the digest of its facts."""
+    return {**public(request), "digest": facts_digest(request)}

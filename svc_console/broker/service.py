@@ -12,11 +12,12 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
 from svc_console.broker import errors, upkeep
+from svc_console.broker.as_shown import refuse_if_any_changed, refuse_if_changed
 from svc_console.broker.config import BrokerConfig
 from svc_console.broker.deciders import Decider
 from svc_console.broker.decisions import Decisions, approval_ceiling
@@ -253,6 +254,7 @@ class Broker:
     async def approve(self, params: ApproveParams, decider: Decider | None = None) -> SpendRequest:
         """The operator's approval; `decider` is who gives it (default: this process, the TUI)."""
         request = self._pending(params.request_id)
+        refuse_if_changed(request, params.seen)
         decider = decider or Decider.this_process(self.decisions.console_operator)
         lasting = _lasting(params.grant_for)
         if lasting is not None:
@@ -272,6 +274,7 @@ class Broker:
 
     async def deny(self, params: DenyParams, decider: Decider | None = None) -> SpendRequest:
         request = self._pending(params.request_id)
+        refuse_if_changed(request, params.seen)
         decider = decider or Decider.this_process(self.decisions.console_operator)
         lasting = _lasting(params.grant_for)
         decision = self.decisions.deny(request, params, decider)
@@ -299,13 +302,16 @@ class Broker:
         confirm_total: Decimal | None = None,
         note: str | None = None,
         decider: Decider | None = None,
+        seen: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
         """Approve several pending requests, each with its own decision and audit event, after
         one confirmation of their total (when it passes the threshold). Returns, by request, its
         state after, or why it was not approved (it expired or was cancelled meanwhile, a budget
         was spent). The total confirmed is that of every request asked for, as the operator saw
-        them: one that left the queue since is left out, never the reason to approve none."""
+        them: one that left the queue since is left out, never the reason to approve none.
+        `seen`: the digest of the facts each was shown with; one changed refuses them all."""
         requests, total = self._asked_total(request_ids)
+        refuse_if_any_changed(requests, seen)
         if self.decisions.total_confirmation_needed(total) and confirm_total != total:
             said = (
                 "type the total"
@@ -322,6 +328,7 @@ class Broker:
                 request_id=request.id,
                 confirm_amount=self.decisions.confirmation_needed(request),
                 note=note,
+                seen=(seen or {}).get(request.id),
             )
             try:
                 outcome[request.id] = str((await self.approve(params, decider)).state)
@@ -330,15 +337,24 @@ class Broker:
         return outcome
 
     async def deny_many(
-        self, request_ids: Iterable[str], reason: str, decider: Decider | None = None
+        self,
+        request_ids: Iterable[str],
+        reason: str,
+        decider: Decider | None = None,
+        seen: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
         """Deny several pending requests, each with its own decision; one that left the queue
-        meanwhile is said, and the others are denied."""
+        meanwhile is said, and the others are denied; one changed since it was shown (`seen`)
+        refuses them all."""
         requests, _total = self._asked_total(request_ids)
+        refuse_if_any_changed(requests, seen)
         outcome: dict[str, str] = {}
         for request in requests:
+            params = DenyParams(
+                request_id=request.id, reason=reason, seen=(seen or {}).get(request.id)
+            )
             try:
-                denied = await self.deny(DenyParams(request_id=request.id, reason=reason), decider)
+                denied = await self.deny(params, decider)
                 outcome[request.id] = str(denied.state)
             except errors.BrokerError as exc:
                 outcome[request.id] = f"not denied: {exc}"

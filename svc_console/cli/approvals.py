@@ -20,7 +20,11 @@ def add_commands(commands: Any) -> None:
     listing = approvals.add_parser("list", help="requests waiting for a decision")
     listing.add_argument("--history", action="store_true", help="decided requests instead")
     listing.add_argument("--limit", type=int, default=100)
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument(
+        "--json",
+        action="store_true",
+        help="as JSON, each request with the digest of its facts as listed (for --seen)",
+    )
     listing.set_defaults(run=run_list)
     approve = approvals.add_parser(
         "approve", help="approve pending requests (several: each its own decision)"
@@ -31,6 +35,7 @@ def add_commands(commands: Any) -> None:
         help="the amount, typed, when the request is above the threshold (several: their total)",
     )
     approve.add_argument("--note")
+    seen_option(approve, "approved")
     approve.add_argument(
         "--for",
         dest="grant_for",
@@ -52,6 +57,7 @@ def add_commands(commands: Any) -> None:
     deny = approvals.add_parser("deny", help="deny pending requests")
     deny.add_argument("request_ids", nargs="+", metavar="ID")
     deny.add_argument("--reason", required=True)
+    seen_option(deny, "denied")
     deny.add_argument(
         "--for",
         dest="grant_for",
@@ -60,6 +66,39 @@ def add_commands(commands: Any) -> None:
     )
     identity_options(deny, "with operator accounts: who denies")
     deny.set_defaults(run=run_deny)
+
+
+def seen_option(parser: argparse.ArgumentParser, done: str) -> None:
+    parser.add_argument(
+        "--seen",
+        action="append",
+        metavar="DIGEST",
+        help=f"the digest `approvals list --json` gave with the request (once per ID, in"
+        f" order): nothing is {done} if the request changed since (repriced, re-quoted, its"
+        " verdict changed). Optional: without it the request is decided by its id alone,"
+        " as it is now",
+    )
+
+
+def seen_of(args: argparse.Namespace) -> dict[str, str]:
+    """The digests given, by request id; a count that does not match the ids is a usage error."""
+    from svc_console.core.shown_facts import DIGEST
+
+    digests = args.seen or []
+    for digest in digests:
+        if not DIGEST.match(digest):
+            raise CommandError(
+                f"--seen takes a digest as `approvals list --json` gives it (64 hex digits),"
+                f" not {digest[:70]!r}; nothing was decided",
+                EXIT_USAGE,
+            )
+    if digests and len(digests) != len(args.request_ids):
+        raise CommandError(
+            f"--seen is given once per ID, in order: {len(args.request_ids)} IDs,"
+            f" {len(digests)} --seen; nothing was decided",
+            EXIT_USAGE,
+        )
+    return dict(zip(args.request_ids, digests, strict=False))
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -111,7 +150,11 @@ def run_approve(args: argparse.Namespace) -> int:
     args.request_id = args.request_ids[0]
     if args.always or args.policy or args.daily:
         return _approve_always(args)
-    params = {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
+    params = {
+        "request_id": args.request_id,
+        "confirm_amount": args.confirm_amount,
+        "seen": seen_of(args).get(args.request_id),
+    }
     if args.note:
         params["note"] = args.note
     if args.total is not None and args.grant_for is None:
@@ -159,6 +202,7 @@ def _approve_always(args: argparse.Namespace) -> int:
         raise CommandError(
             f"--daily must be an amount of USDC, got {args.daily!r}", EXIT_USAGE
         ) from None
+    given = seen_of(args)
     paths = resolve_paths()
     with connect(None, operator=True) as agent:
         waiting = call(lambda: agent.call("approvals.list", {"view": "pending", "limit": 1000}))
@@ -185,9 +229,10 @@ def _approve_always(args: argparse.Namespace) -> int:
             )
         for line in proposal.diff:
             print(inert_line(line, 300))
-        params = as_operator(
-            agent, args, {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
-        )
+        # The rule was made from the request as listed: approved only as it was.
+        seen = given.get(args.request_id, found.get("digest"))
+        approval = {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
+        params = as_operator(agent, args, {**approval, "seen": seen})
         unwritten = "; nothing was approved or written"
         request = _approving(
             agent, "approvals.approve", params, _type_it(args.request_id, unwritten)
@@ -202,7 +247,11 @@ def _approve_many(args: argparse.Namespace) -> int:
     """Several requests, one confirmation of their total; each gets its own decision."""
     if args.grant_for is not None or args.total is not None:
         raise CommandError("--for and --total go with one request, not several", EXIT_USAGE)
-    params = {"request_ids": args.request_ids, "confirm_total": args.confirm_amount}
+    params = {
+        "request_ids": args.request_ids,
+        "confirm_total": args.confirm_amount,
+        "seen": seen_of(args) or None,
+    }
     if args.note:
         params["note"] = args.note
     with connect(None, operator=True) as agent:
@@ -246,17 +295,22 @@ def _print_outcome(outcome: dict[str, str]) -> int:
 
 
 def run_deny(args: argparse.Namespace) -> int:
+    seen = seen_of(args)
     if len(args.request_ids) > 1:
         if args.grant_for is not None:
             raise CommandError("--for goes with one request, not several", EXIT_USAGE)
         with connect(None, operator=True) as agent:
             denial = {"request_ids": args.request_ids, "reason": args.reason}
+            if seen:
+                denial["seen"] = seen
             params = as_operator(agent, args, denial)
             outcome = call(lambda: agent.call("approvals.deny_many", params))
         return _print_outcome(outcome)
     args.request_id = args.request_ids[0]
     with connect(None, operator=True) as agent:
         denial = {"request_id": args.request_id, "reason": args.reason}
+        if seen:
+            denial["seen"] = seen[args.request_id]
         if args.grant_for is not None:
             denial["grant_for"] = args.grant_for
         params = as_operator(agent, args, denial)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -48,8 +48,10 @@ class Service:
 
 
 def as_broker_error(exc: AgentError) -> errors.BrokerError:
-    """The broker's refusal, as the screen catches it when the broker is in process."""
-    error = errors.BrokerError(exc.message, **exc.data)
+    """The broker's refusal, as the screen catches it when the broker is in process (a request
+    changed since it was shown, told apart: the screen shows it again)."""
+    kind = errors.FactsChanged if exc.reason == errors.FactsChanged.reason else errors.BrokerError
+    error = kind(exc.message, **exc.data)
     error.code, error.reason = exc.code, exc.reason
     return error
 
@@ -280,8 +282,11 @@ class AttachedBroker:
         confirm_total: Decimal | None = None,
         note: str | None = None,
         decider: object = None,
+        seen: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
         params: dict[str, Any] = {"request_ids": list(request_ids)}
+        if seen:
+            params["seen"] = dict(seen)
         if confirm_total is not None:
             params["confirm_total"] = str(confirm_total)
         if note is not None:
@@ -289,9 +294,15 @@ class AttachedBroker:
         return await self.call("approvals.approve_many", params)
 
     async def deny_many(
-        self, request_ids: Iterable[str], reason: str, decider: object = None
+        self,
+        request_ids: Iterable[str],
+        reason: str,
+        decider: object = None,
+        seen: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
-        params = {"request_ids": list(request_ids), "reason": reason}
+        params: dict[str, Any] = {"request_ids": list(request_ids), "reason": reason}
+        if seen:
+            params["seen"] = dict(seen)
         return await self.call("approvals.deny_many", params)
 
 

@@ -24,6 +24,7 @@ from svc_console.broker.params import DenyParams
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.core.sanitize import inert_line
+from svc_console.core.shown_facts import facts_digest
 from svc_console.tui.bindings import bindings
 from svc_console.tui.widgets.countdown import Countdown
 from svc_console.tui.widgets.queue import endpoint_name
@@ -84,6 +85,9 @@ class _DecisionModal(ModalScreen[ResultType]):
     def __init__(self, request: SpendRequest, *, clock: Callable[[], float] | None = None) -> None:
         super().__init__()
         self.request = request
+        # The digest of the facts shown as the dialog opens: the decision carries it, and the
+        # broker refuses it once the request changed.
+        self.seen = facts_digest(request)
         # The console's clock, for the countdown; without one no countdown is shown.
         self.clock = clock
 

@@ -383,6 +383,8 @@ class RequestDetail(ScrollView):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.shown_id: str | None = None
+        # The request as drawn: a decision is made on what the operator was shown.
+        self.request: SpendRequest | None = None
         self._content: RenderableType | None = None
         self._lines: list[Strip] = []
         self._width = 0
@@ -422,7 +424,7 @@ class RequestDetail(ScrollView):
             self._content = Group(notice, Text(""), self._content)
         # Another request starts at its top, not where the previous one was scrolled to.
         self._draw(keep_scroll=new_id == self.shown_id)
-        self.shown_id = new_id
+        self.shown_id, self.request = new_id, request
 
     @property
     def text(self) -> str:

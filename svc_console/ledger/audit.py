@@ -143,6 +143,9 @@ def _events(conn: sqlite3.Connection, size: int) -> Iterator[tuple]:
 
 def _table_problems(conn: sqlite3.Connection, size: int) -> Iterator[Break]:
     for table, (key_column, only) in SEALED.items():
+        columns = [d[0] for d in conn.execute(f'SELECT * FROM "{table}" WHERE 1 = 0').description]
+        if key_column not in columns:  # a ledger no console has opened since it was upgraded
+            key_column = _KEYED_BEFORE[table]
         rows = conn.execute(f'SELECT * FROM "{table}" ORDER BY "{key_column}"')
         names = [d[0] for d in rows.description]
         index = names.index(key_column)
@@ -156,6 +159,10 @@ def _table_problems(conn: sqlite3.Connection, size: int) -> Iterator[Break]:
 
 
 _TEXT_KEYED = frozenset({"requests", "usage"})
+# What a table was keyed by before its key column of `SEALED` was made (ledger/schema.py).
+_KEYED_BEFORE = {"usage": "id"}
+_HAND = "it was written by hand"
+_UNSEALED = {"usage": "a charge the audit chain does not account for, written by hand"}
 
 
 def _merge(
@@ -171,7 +178,7 @@ def _merge(
     while row is not None or seal is not None:
         row_key = row[index] if row is not None else None
         if seal is None or (row is not None and row_key < seal[0]):
-            yield Break(0, f"{table} row {row_key!r} is in no event: it was written by hand")
+            yield Break(0, f"{table} row {row_key!r} is in no event: {_UNSEALED.get(table, _HAND)}")
             row = next(rows, None)
         elif row is None or seal[0] < row_key:
             yield Break(seal[2], f"{table} row {seal[0]!r}, sealed by event {seal[2]}, is gone")

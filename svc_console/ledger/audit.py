@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from svc_console.core.usage import iso_instant
 from svc_console.ledger import audit_chain, engine
+from svc_console.ledger.audit_anchor import Anchor
 from svc_console.ledger.audit_chain import GENESIS, SEALED, link, payloads, row_digest
 
 BATCH = 20_000
@@ -281,10 +283,13 @@ def verify(
     anchor: tuple[int, str] | None = None,
     batch: int = BATCH,
     url: str | None = None,
+    outside: Anchor | None = None,
 ) -> AuditReport:
     """Verify the ledger file at `path` (with `url`, the PostgreSQL ledger whose key and head
     files are beside `path`): its chain, its head (`anchor`, else the head file beside it) and
-    its tables. `key`: the chain's (default: the ledger's, never made here)."""
+    its tables; with `outside`, against a head kept outside the home too (`audit_anchor`: what
+    catches a chain sealed again with its key). `key`: the chain's (default: the ledger's,
+    never made here)."""
     conn = open_read_only(path, url)
     where = engine.url_shown(url) if url else str(path)
     try:
@@ -300,10 +305,13 @@ def verify(
             " PRIMARY KEY (tbl, pk))"
         )
         walk = _Walk(conn, key)
-        if anchor is not None:
-            walk.hashes_wanted[anchor[0]] = None
+        for seq in (anchor[0] if anchor else None, outside.seq if outside else None):
+            if seq is not None:
+                walk.hashes_wanted[seq] = None
         broken = walk.run(_events(conn, batch))
         head = walk.previous
+        if broken is None and outside is not None:
+            broken = _outside_break(walk, outside)
         if broken is None:
             broken = _head_break(walk, anchor)
         if broken is not None:
@@ -331,6 +339,23 @@ def _key(path: Path) -> bytes:
         return audit_key(path, create=False)
     except (NoAuditKey, OSError, ValueError) as exc:
         raise AuditError(str(exc)) from None
+
+
+def _outside_break(walk: _Walk, outside: Anchor) -> Break | None:
+    last, seq, when = walk.verified, outside.seq, iso_instant(outside.at)
+    if seq > last:
+        return Break(
+            last + 1,
+            f"the chain ends at event {last} but the anchor kept outside the home ({when}) names"
+            f" event {seq}: the last {seq - last} events were cut off",
+        )
+    if walk.hashes_wanted.get(seq) != outside.hash:
+        return Break(
+            seq,
+            f"event {seq} is not the one anchored outside the home ({when}): the chain was"
+            " rewritten and sealed again with its key (its links hold; only the anchor shows it)",
+        )
+    return None
 
 
 def _head_break(walk: _Walk, anchor: tuple[int, str] | None) -> Break | None:

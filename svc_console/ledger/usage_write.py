@@ -1,6 +1,10 @@
 """Writing the synced usage history into the ledger: what the service charged, each charge
 reconciled with the decision that allowed it (`ledger/usage_query.py` reads the history).
 
+Nothing written is replaced (DESIGN.md invariant 11): a charge is its service's and its id's, and
+a second version of one (the same id from the same service, other facts) is a row of its own,
+beside the first, flagged `conflict`. Each row is sealed into the audit chain by its `row_key`.
+
 Reconciliation is done when a charge is written, not when it is read: the result (the matched
 request, its decision and ceiling, the state and why) is stored on the row, so filtering by state
 and counting flagged charges are index lookups too. `recheck_flagged` re-matches flagged rows
@@ -100,6 +104,8 @@ def sync_usage(
     the same id from this service with other facts is a second version, kept beside the first,
     flagged `conflict` and told in the audit chain. Every charge written is reconciled at once,
     with any other charge sharing its idempotency key (the earliest uses the approval)."""
+    if not service or any(c.isspace() for c in service):
+        raise ValueError("a service's identity is a word without spaces")
     now = time.time() if now is None else now
     received = 0
     arrived: dict[tuple[str, str], dict[str, object]] = {}  # (id, fingerprint): row, in order
@@ -123,7 +129,7 @@ def sync_usage(
             else:
                 fresh.append((charge_id, version, row))
             versions.append(_Version(service, version, digest))
-        written = [(i, v, r) for i, v, r in fresh] + [(i, v, r) for i, v, r, _ in conflicts]
+        written = [*fresh, *((i, v, r) for i, v, r, _ in conflicts)]
         keys = _insert(conn, service, written, now)
         flagged = _reconcile_keys(conn, keys)
         for key in keys:

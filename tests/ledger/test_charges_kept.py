@@ -12,10 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from test_usage_ledger import executed
 
 from svc_console.config.audit_key import audit_key
-from svc_console.core.usage import Reconciled, UsageCharge, UsageFilter, service_identity
+from svc_console.core.usage import (
+    Reconciled,
+    UsageCharge,
+    UsageFilter,
+    UsagePage,
+    service_identity,
+)
 from svc_console.ledger import Ledger, audit_chain, engine
 from svc_console.ledger import usage_query as U
 from svc_console.ledger.audit import verify
@@ -146,6 +153,17 @@ def test_the_service_identity_is_its_own_word_else_its_address():
     assert service_identity("HTTPS://Svc.Example/", None) == "https://svc.example"
     assert service_identity("http://127.0.0.1:8402/api/", None) == "http://127.0.0.1:8402/api"
     assert service_identity("http://127.0.0.1:8402", "sandbox-ab12") == "sandbox-ab12"
+
+
+def test_a_service_identity_that_is_not_one_word_is_refused_and_stores_nothing(ledger: Ledger):
+    for given in ("two words", "x" * 121, "", "tab\there", "é-accent"):
+        with pytest.raises(ValidationError):
+            UsagePage.model_validate({"charges": [], "serviceId": given})
+    assert UsagePage.model_validate({"charges": [], "serviceId": FIRST_RUN}).service_id
+    for service in ("two words", ""):
+        with pytest.raises(ValueError, match="without spaces"):
+            sync_usage(ledger, [charge("ch_1", "0.01")], service=service)
+    assert totals(ledger).count == 0 and events(ledger, "usage_synced") == []
 
 
 # -- a ledger from before charges were told apart by service ----------------------------------

@@ -10,21 +10,14 @@ from decimal import Decimal
 import httpx
 import pytest
 from helpers import eventually, operator, submit
+from test_sandbox_faults import SEARCH_INPUTS, wallet
 
 from svc_console.core.states import State
 from svc_console.market import errors
 from svc_console.market.wallet import WalletClient
 from svc_console.sandbox.catalog import WEBSEARCH_ID
 
-SEARCH_INPUTS = {"query": "usdc settlement"}
-
-
-@pytest.fixture
-async def wallet(sandbox):
-    state = sandbox.state
-    client = WalletClient(sandbox.base_url, state.username, state.api_token)
-    yield client
-    await client.aclose()
+__all__ = ["wallet"]  # a fixture, shared with the fault switch's tests
 
 
 async def pay(wallet: WalletClient, key: str):

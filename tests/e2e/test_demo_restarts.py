@@ -7,12 +7,14 @@ charge of every run must stay, and the audit chain must hold throughout."""
 from __future__ import annotations
 
 import itertools
+import sqlite3
 from dataclasses import dataclass
 
 from helpers import eventually
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams
+from svc_console.cli import main
 from svc_console.config.paths import Paths
 from svc_console.core.states import State
 from svc_console.core.usage import UsageFilter
@@ -100,3 +102,19 @@ async def test_restarting_the_demo_adds_charges_and_loses_none(paths: Paths, cap
     assert ids == sorted((s, f"ch_00000{n}") for s in services for n in range(1, CALLS + 1))
     assert last.above == [(s, "ch_000001") for s in services]  # one a run, none lost
     assert all(state != "conflict" for *_, state in last.rows)
+    # A charge forged straight into the usage table is one the chain does not account for.
+    forged = sqlite3.connect(paths.ledger(sandbox=True))
+    with forged:
+        forged.execute(
+            "INSERT INTO usage (row_key, service, id, at, kind, resource, chain, protocol,"
+            " amount, state, flagged, synced_at) VALUES (?, ?, 'ch_000004', 1.0, 'market_call',"
+            " 'ep_fx_rates', 'base', 'x402', 1, 'ok', 0, 1.0)",
+            [f"{services[-1]} ch_000004 v1", services[-1]],
+        )
+    forged.close()
+    capsys.readouterr()
+    assert main(["audit", "verify"]) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"usage row '{services[-1]} ch_000004 v1' is in no event: a charge the audit chain" in out
+    )

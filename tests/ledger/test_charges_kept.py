@@ -253,3 +253,20 @@ def test_a_charge_forged_into_the_usage_table_is_reported(ledger: Ledger):
         "usage row 'sandbox-x ch_9 v1' is in no event: a charge the audit chain does not"
         " account for, written by hand"
     ]
+
+
+def test_the_syncs_look_ups_are_index_seeks(tmp_path: Path):
+    """On a ledger of a million charges, a sync reads the versions of the ids it received and
+    the newest charge of its service, never the table."""
+    store = Ledger(tmp_path / "ledger.db")
+    try:
+        for sql, params in (
+            ("SELECT id, service, version, fingerprint FROM usage WHERE id IN (?, ?)", ["a", "b"]),
+            ("SELECT max(at) FROM usage WHERE service = ?", [FIRST_RUN]),
+            ("SELECT * FROM usage WHERE id = ? ORDER BY seq", ["a"]),
+        ):
+            plan = [row[3] for row in store.db.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
+            assert any("INDEX usage_charge" in s or "INDEX usage_service" in s for s in plan), plan
+            assert not any(s.startswith("SCAN usage") for s in plan), plan
+    finally:
+        store.close()

@@ -34,12 +34,12 @@ def lost_key(ledger: Path, events: int, shown: str, *, backend: Any = ...) -> st
     places = f"{key_file(ledger)}"
     if backend is not None:
         places = f"the OS keyring ({SERVICE!r}, {str(ledger.absolute())!r}) or {places}"
+    counted = f"{events:,} audit event{'s' if events != 1 else ''}"
     return (
-        f"the ledger {shown} holds {events:,} audit event{'s' if events != 1 else ''} but its"
-        f" audit key is missing (it was"
-        f" in {places}): restore it there from a backup (a broker sharing a PostgreSQL ledger:"
-        f" copy the key file of one that writes it) and start again; no new key is made for a"
-        f" ledger with events, which would leave every one of them failing audit verify"
+        f"the ledger {shown} holds {counted} but its audit key is missing (it was in {places}):"
+        " restore it there from a backup (a broker sharing a PostgreSQL ledger: copy the key"
+        " file of one that writes it) and start again; no new key is made for a ledger with"
+        " events, which would leave every one of them failing audit verify"
     )
 
 

@@ -158,7 +158,9 @@ class Runtime:
         assert self.broker is not None
         from svc_console.services.usage_follow import UsageFollower
 
-        self.usage = UsageFollower(self.sync_usage, self.broker.clock)
+        # The embedded sandbox's charges end with its process: synced once more at the stop.
+        last = self.service is None and self._owns_sandbox
+        self.usage = UsageFollower(self.sync_usage, self.broker.clock, sync_at_stop=last)
         self.usage.start(self.broker)
 
     async def _open_sockets(self) -> None:
@@ -339,8 +341,9 @@ class Runtime:
 
         if self.ledger is None:
             raise RuntimeError("the console is not started")
+        base_url, _ = self.service_address()
         async with self.account_client() as account:
-            return await sync_from(account, self.ledger)
+            return await sync_from(account, self.ledger, base_url)
 
     async def sync_catalogue(self, progress: Progress | None = None) -> SyncReport:
         """Refill the ledger's catalogue cache from the service, on a loop and a client of its

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from svc_console.config.audit_key import NoAuditKey, audit_key
+from svc_console.config.audit_key import NoAuditKey, audit_key, lost_key
 from svc_console.core.buckets import Change
 from svc_console.core.models import Decision, Evidence, Outcome, SpendRequest
 from svc_console.core.money import to_atomic
@@ -83,6 +83,8 @@ class Ledger(Transactions, RequestReads):
             self._lock = engine.WriterLock(path)
         try:
             self.db = engine.open_database(path, self.url)
+            if key is None:  # before any migration: a ledger refused is left as it was found
+                key = self._audit_key(exclusive)
             migrate(self.db)
             if exclusive and self.url is not None:
                 self.member = shared.Member(self.db.conn)
@@ -93,11 +95,6 @@ class Ledger(Transactions, RequestReads):
             sidecar = Path(f"{path}{suffix}")
             if sidecar.exists():
                 sidecar.chmod(0o600)
-        if key is None:
-            try:
-                key = audit_key(path, create=exclusive)
-            except NoAuditKey:  # a reader links no event: it makes no key where none is yet
-                key = b""
         if exclusive and audit_chain.is_plain(self.db.conn):
             with self.db.atomic():  # a ledger from before the chain was keyed
                 audit_chain.rekey(self.db.conn, key)
@@ -107,6 +104,23 @@ class Ledger(Transactions, RequestReads):
             audit_chain.check_key(self.db.conn, key, engine.url_shown(self.url or ""))
         self._head = audit_chain.HeadFile(path) if exclusive else None
         self._anchor()
+
+    def _audit_key(self, exclusive: bool) -> bytes:
+        """The chain's key. Made only for a ledger with no keyed event: one that has events and
+        no key is refused (LedgerRefused), never given a new key. A reader links no event: it
+        makes no key where none is yet."""
+        try:
+            return audit_key(self.path, create=False)
+        except NoAuditKey:
+            if not exclusive:
+                return b""
+        events = 0
+        if self.db.has_table("events"):
+            events = self.db.execute("SELECT max(seq) FROM events").fetchone()[0] or 0
+        if events and not audit_chain.is_plain(self.db.conn):
+            shown = engine.url_shown(self.url) if self.url else str(self.path)
+            raise LedgerRefused(lost_key(self.path, events, shown))
+        return audit_key(self.path)
 
     def close(self) -> None:
         if getattr(self, "_group", None) is not None and getattr(self, "db", None) is not None:

@@ -659,7 +659,7 @@ async def test_every_hostile_usage_text_is_inert_on_the_usage_screen(
     ensure_private_dir(paths.home)
     ledger = Ledger(paths.ledger(sandbox=True))
     try:
-        sync_usage(ledger, hostile_charges(clock.now), now=clock.now)
+        sync_usage(ledger, hostile_charges(clock.now), now=clock.now, service="https://svc.example")
     finally:
         ledger.close()
     app = console(paths, hostile_market, clock)

@@ -481,7 +481,7 @@ def write_money_ledger(path: Path, url: str | None = None) -> None:
             )
             for n in range(3)
         ]
-        sync_usage(ledger, charges, now=at + 20)
+        sync_usage(ledger, charges, now=at + 20, service="sandbox-audit")
     finally:
         ledger.close()
 
@@ -519,11 +519,12 @@ def test_a_ledger_of_money_verifies_and_every_table_is_sealed(money: Stored):
     assert report.intact, (report.broken, report.problems)
     for name in ("requests:req_paid", "decisions:1", "executions:1", "budget_reservations:1"):
         assert sealed_by(money, name)
-    assert sealed_by(money, "policy_versions:1") and sealed_by(money, "usage:ch_2")
+    assert sealed_by(money, "policy_versions:1") and sealed_by(money, "usage:sandbox-audit ch_2 v1")
 
 
 PAID = "requests:req_paid"
 RESERVATION = "budget_reservations:1"
+CHARGE_1, CHARGE_2 = "usage:sandbox-audit ch_1 v1", "usage:sandbox-audit ch_2 v1"
 MONEY_TAMPERING = [
     ("decision-ceiling", ["UPDATE decisions SET ceiling_usdc = 5000000"], "decisions:1", "edited"),
     ("decision-by", ["UPDATE decisions SET by = 'policy:all'"], "decisions:1", "edited"),
@@ -534,8 +535,8 @@ MONEY_TAMPERING = [
     ("execution-deleted", ["DELETE FROM executions"], "executions:1", "is gone"),
     ("reservation", ["UPDATE budget_reservations SET settled_usdc = 0"], RESERVATION, "edited"),
     ("policy", ["UPDATE policy_versions SET text = 'nothing'"], "policy_versions:1", "edited"),
-    ("usage-deleted", ["DELETE FROM usage WHERE id = 'ch_1'"], "usage:ch_1", "is gone"),
-    ("usage-amount", ["UPDATE usage SET amount = 1 WHERE id = 'ch_2'"], "usage:ch_2", "edited"),
+    ("usage-deleted", ["DELETE FROM usage WHERE id = 'ch_1'"], CHARGE_1, "is gone"),
+    ("usage-amount", ["UPDATE usage SET amount = 1 WHERE id = 'ch_2'"], CHARGE_2, "edited"),
 ]  # fmt: skip
 
 

@@ -80,6 +80,26 @@ async def test_stopping_as_a_sync_is_asked_for_still_stops():
     assert not follower.running
 
 
+async def test_a_service_that_ends_with_the_console_is_synced_once_more_at_the_stop():
+    """The embedded sandbox's charges end with its process: the follower told so syncs one last
+    time as it stops (a charge made since the last sync is kept); one that is not, does not."""
+    for last, expected in ((True, 2), (False, 1)):
+        synced: list[int] = []
+        first = asyncio.Event()
+
+        async def sync(synced: list[int] = synced) -> int:
+            synced.append(len(synced))
+            return len(synced)
+
+        follower = UsageFollower(sync, clock=lambda: 0.0, sync_at_stop=last)
+        follower.listeners.append(first.set)
+        follower.start(Subscribable())
+        await first.wait()  # the sync at start
+        await follower.stop()
+        assert len(synced) == expected, last
+        assert not follower.running
+
+
 class Subscribable:
     def subscribe(self, listener):
         return lambda: None

@@ -181,7 +181,7 @@ def pays_to(kind: Kind, estimate: Estimate | None, endpoint: EndpointRecord | No
     itself and the console never sees the address."""
     provider = inert_line(endpoint.provider_name, 50) if endpoint is not None else "the provider"
     if kind == Kind.market_call:
-        return f"no recipient in the quote: the wallet proxy signs and pays {provider} itself"
+        return f"none in the quote: the wallet proxy pays {provider} itself"
     if estimate is None or not estimate.pay_to:
         return "nothing to pay" if estimate is not None and not estimate.amount_usdc else "unknown"
     return f"{inert_line(short_address(estimate.pay_to), 20)} ({provider})"

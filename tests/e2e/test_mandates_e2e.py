@@ -217,7 +217,7 @@ async def test_show_and_verify_say_what_is_wrong_in_one_line(
     assert capsys.readouterr().err == "svc-console: no request req_nope in the ledger\n"
     assert main(["approvals", "show", request_id]) == 0
     out = capsys.readouterr().out
-    assert "pays to   no recipient in the quote: the wallet proxy signs and pays Searchly" in out
+    assert "pays to   none in the quote: the wallet proxy pays Searchly itself" in out
     not_json = tmp_path / "not.json"
     not_json.write_text("{")
     code, _, err = verify(not_json, capsys)

@@ -23,8 +23,11 @@ from svc_console.broker.params import ApproveParams
 from svc_console.cli.entry import main
 from svc_console.config.operator_accounts import OperatorAccounts
 from svc_console.core.mandate import inputs_digest
+from svc_console.core.models import Decision, Estimate, SpendRequest
 from svc_console.core.states import FINAL, State
+from svc_console.ledger import Ledger
 from svc_console.runtime import Runtime
+from svc_console.sandbox.catalog import WEBSEARCH_ID, catalog
 from svc_console.sandbox.x402 import SANDBOX_PAY_TO
 
 EVIL = "0xdEaD000000000000000000000000000000bEEf01"
@@ -249,3 +252,43 @@ async def test_a_chain_that_does_not_verify_fails_every_mandate(
     assert code == 1 and out == ""
     assert err.startswith("svc-console: the ledger's audit chain does not verify (event 1: ")
     assert err.endswith("no mandate can be checked against it\n")
+
+
+async def test_an_approval_made_before_mandates_goes_back_to_the_operator_unpaid(
+    paths: Any, sandbox: Any, make_runtime: Callable[..., Runtime], keep_started: Any
+):
+    """A ledger from an earlier version holds an approval with no mandate, not yet executed:
+    the console started on it signs nothing and asks the operator again."""
+    record = catalog().get(WEBSEARCH_ID)
+    paths.home.mkdir(parents=True, exist_ok=True)
+    ledger = Ledger(paths.ledger(sandbox=True))
+    try:
+        ledger.insert_request(
+            SpendRequest(
+                id="req_old",
+                agent="bot",
+                kind="market_call",
+                endpoint_id=WEBSEARCH_ID,
+                inputs={"query": "solar"},
+                purpose="research",
+                state=State.received,
+                created_at=1.0,
+                updated_at=1.0,
+            )
+        )
+        ledger.transition("req_old", State.inspecting, at=1.0)
+        estimate = Estimate(amount_usdc="0.01", chain="base", protocol="x402")
+        ledger.transition(
+            "req_old", State.pending, at=1.0, expires_at=10**10, endpoint=record, estimate=estimate
+        )
+        decision = Decision(approved=True, by="operator", at=2.0, ceiling_usdc=Decimal("0.01"))
+        ledger.decide("req_old", decision, State.approved)  # no mandate: as before them
+    finally:
+        ledger.close()
+    runtime = await keep_started(make_runtime())
+    request = await eventually(
+        lambda: (r := runtime.broker.get("req_old")).state == State.pending and r
+    )
+    assert request.reason.startswith("this approval was made before mandates")
+    assert "nothing was signed" in request.reason
+    assert sandbox.state.charges == []

@@ -134,6 +134,7 @@ def run_show(args: argparse.Namespace) -> int:
 def request_lines(request: Any, mandate: Any) -> list[str]:
     """A request in lines: the console's facts first, what the agent wrote last, cut."""
     from svc_console.core.mandate import pays_to
+    from svc_console.core.money import format_usdc
     from svc_console.core.sanitize import inert_line
 
     endpoint, estimate, decision = request.endpoint, request.estimate, request.decision
@@ -141,7 +142,10 @@ def request_lines(request: Any, mandate: Any) -> list[str]:
         ("state", str(request.state)),
         ("endpoint", request.endpoint_id or request.dataset_id or str(request.kind)),
         ("provider", endpoint.provider_name if endpoint else "not inspected"),
-        ("cost", f"{estimate.amount_usdc} USDC on {estimate.chain}" if estimate else "-"),
+        (
+            "cost",
+            f"{format_usdc(estimate.amount_usdc)} USDC on {estimate.chain}" if estimate else "-",
+        ),
         ("pays to", pays_to(request.kind, estimate, endpoint)),
         ("agent", request.agent + ("" if request.agent_verified else " (unverified)")),
     ]

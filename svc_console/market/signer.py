@@ -149,12 +149,11 @@ class Signer:
         now = self._clock()
         options = challenges.options(required)
         offers = [challenges.offer_of(option, now) for option in options]
-        offer = self._check(mandate, offers, "exact")
-        option = options[offers.index(offer)]
-        return self._sign_x402(mandate, required, option, offer)
+        option = options[offers.index(self._check(mandate, offers, "exact"))]
+        return self._sign_x402(mandate, required, option)
 
     def _sign_x402(
-        self, mandate: Mandate, required: dict[str, Any], option: dict[str, Any], offer: Offer
+        self, mandate: Mandate, required: dict[str, Any], option: dict[str, Any]
     ) -> SignedPayment:
         from x402 import x402ClientSync
         from x402.http.utils import encode_payment_signature_header

@@ -22,9 +22,9 @@ def approving_bodies(tree: ast.AST) -> Iterator[int]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values, strict=True):
-                if isinstance(key, ast.Constant) and key.value == "approved":
-                    if isinstance(value, ast.Constant) and value.value is True:
-                        yield node.lineno
+                named = isinstance(key, ast.Constant) and key.value == "approved"
+                if named and isinstance(value, ast.Constant) and value.value is True:
+                    yield node.lineno
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "dict":
             for keyword in node.keywords:
                 if keyword.arg == "approved" and getattr(keyword.value, "value", None) is True:

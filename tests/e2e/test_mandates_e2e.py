@@ -81,6 +81,14 @@ def verified_and_edited(
     return mandate
 
 
+async def pending_search(runtime: Runtime, **overrides: Any) -> str:
+    """A web search submitted by agent `bot`, once it waits for the operator."""
+    async with AsyncAgent("bot", runtime.paths.socket) as agent:
+        ticket = await agent.submit(**{**SEARCH, "purpose": "research", **overrides})
+    await eventually(lambda: runtime.broker.get(ticket["request_id"]).state == State.pending)
+    return ticket["request_id"]
+
+
 async def finished(runtime: Runtime, request_id: str) -> Any:
     request = await eventually(lambda: (r := runtime.broker.get(request_id)).state in FINAL and r)
     await runtime.ledger.committed()
@@ -132,12 +140,11 @@ async def test_a_grants_approval(
     capsys: pytest.CaptureFixture[str],
 ):
     runtime = await keep_started(make_runtime())
+    first = await pending_search(runtime)
+    await runtime.broker.approve(
+        ApproveParams(request_id=first, grant_for="1h", grant_total=Decimal("0.05"))
+    )
     async with AsyncAgent("bot", runtime.paths.socket) as agent:
-        first = (await agent.submit(**SEARCH, purpose="research"))["request_id"]
-        await eventually(lambda: runtime.broker.get(first).state == State.pending)
-        await runtime.broker.approve(
-            ApproveParams(request_id=first, grant_for="1h", grant_total=Decimal("0.05"))
-        )
         second = (
             await agent.submit(**{**SEARCH, "inputs": {"query": "wind"}}, purpose="research")
         )["request_id"]
@@ -188,9 +195,7 @@ async def test_the_two_person_rules_second_approval_names_both(
     paths.home.mkdir(parents=True, exist_ok=True)
     (paths.home / "SKILLS.md").write_text(TWO_PERSON)
     runtime = await keep_started(Runtime(paths=paths, sandbox=sandbox, config=BrokerConfig()))
-    async with AsyncAgent("bot", runtime.paths.socket) as agent:
-        request_id = (await agent.submit(**SEARCH, purpose="above the line"))["request_id"]
-    await eventually(lambda: runtime.broker.get(request_id).state == State.pending)
+    request_id = await pending_search(runtime, purpose="above the line")
     async with operator(runtime) as line:
         for name in ("bob", "carol"):
             params = {"request_id": request_id, "operator": name, "token": tokens[name]}
@@ -209,9 +214,7 @@ async def test_show_and_verify_say_what_is_wrong_in_one_line(
     capsys: pytest.CaptureFixture[str],
 ):
     runtime = await keep_started(make_runtime())
-    async with AsyncAgent("bot", runtime.paths.socket) as agent:
-        request_id = (await agent.submit(**SEARCH, purpose="research"))["request_id"]
-    await eventually(lambda: runtime.broker.get(request_id).state == State.pending)
+    request_id = await pending_search(runtime)
     await runtime.ledger.committed()
     capsys.readouterr()
     assert main(["approvals", "show", request_id, "--mandate"]) == 2
@@ -236,9 +239,7 @@ async def test_a_chain_that_does_not_verify_fails_every_mandate(
     capsys: pytest.CaptureFixture[str],
 ):
     runtime = await keep_started(make_runtime())
-    async with AsyncAgent("bot", runtime.paths.socket) as agent:
-        request_id = (await agent.submit(**SEARCH, purpose="research"))["request_id"]
-    await eventually(lambda: runtime.broker.get(request_id).state == State.pending)
+    request_id = await pending_search(runtime)
     await runtime.broker.approve(ApproveParams(request_id=request_id))
     await finished(runtime, request_id)
     printed, _ = shown_mandate(request_id, capsys)

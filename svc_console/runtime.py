@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from svc_console.market.account import AccountClient
     from svc_console.market.gateway import Marketplace
     from svc_console.market.mcp import McpClient
+    from svc_console.market.signer import Signer
     from svc_console.services.catalogue_sync import Progress, SyncReport
     from svc_console.services.notify import Notifier
     from svc_console.services.usage_follow import UsageFollower
@@ -69,7 +69,9 @@ class Runtime:
     # The embedded sandbox, when no service is configured: a SandboxChild (a process of its own)
     # the runtime starts, or a server the caller started and passes in (the tests' own).
     sandbox: Any = None
-    payer_key: str | None = field(default=None, repr=False)  # else the saved account wallet
+    # The key the signer pays with (else the saved account wallet's; the sandbox's, a throwaway):
+    # handed to the signer at the start and not kept here (market/signer.py).
+    payer_key: str | None = field(default=None, repr=False)
     ledger: Ledger | None = None
     # Where the ledger's rows live when not the local file: a PostgreSQL URL. None: the one
     # settings name for the real ledger (`config.ledger_url`), the file for the sandbox's.
@@ -281,7 +283,7 @@ class Runtime:
                 username=s.username,
                 api_token=s.api_token,
                 sandbox=False,
-                payer_key=self._account_wallet_key(),
+                signer=self._signer(),
             )
         self.launch_sandbox()
         base_url = self.sandbox.base_url
@@ -298,8 +300,7 @@ class Runtime:
             username=state.username,
             api_token=state.api_token,
             sandbox=True,
-            # Sandbox play pays from a throwaway key: any valid signer is a payer there.
-            payer_key=self.payer_key or "0x" + secrets.token_hex(32),
+            signer=self._signer(),
         )
 
     async def _watch_sandbox(self) -> None:
@@ -367,16 +368,18 @@ class Runtime:
 
         return await on_a_loop_of_its_own(sync, "catalogue-sync")
 
-    def _account_wallet_key(self) -> str | None:
-        """The EVM key of the account wallet that the first login saved, if there is one."""
-        from svc_console.config.credentials import Credentials
+    def _signer(self) -> Signer:
+        """The one signer, holding the wallet key from now on: the key given (and dropped here),
+        the saved account wallet's, or for sandbox play a throwaway one (any valid signer is a
+        payer there)."""
+        from svc_console.market.signer import Signer
 
-        if self.payer_key:
-            return self.payer_key
-        wallet = Credentials(self.paths).wallet_config() or {}
-        evm = wallet.get("evm") if isinstance(wallet.get("evm"), dict) else {}
-        key = evm.get("privateKey")
-        return key if isinstance(key, str) and key else None
+        key, self.payer_key = self.payer_key, None
+        if key:
+            return Signer.with_key(key, self.clock)
+        if self.service is None:
+            return Signer.throwaway(self.clock)
+        return Signer.account_wallet(self.paths, self.clock)
 
     async def stop(self, *, leaving: bool = False) -> None:
         """Stop everything started; `leaving`: the process exits next, so the embedded sandbox is

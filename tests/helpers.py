@@ -149,3 +149,29 @@ def plain_request(request_id: str = "req_1") -> SpendRequest:
         purpose="p", state=State.received, created_at=1.0, updated_at=1.0,
         max_usdc=Decimal("0.5"),
     )  # fmt: skip
+
+
+async def proxy_execute(
+    wallet: Any,
+    protocol: str,
+    endpoint_id: str,
+    inputs: dict[str, Any],
+    *,
+    ceiling_usdc: Decimal,
+    chain: str,
+    idempotency_key: str,
+) -> Any:
+    """A paying call to the wallet proxy as any client of it would send one (the console's own
+    are the signer's, within a mandate): for tests of the proxy itself."""
+    from svc_console.market.signer import ApprovedBody
+
+    body = {
+        "endpointId": endpoint_id,
+        "inputs": inputs,
+        "dryRun": False,
+        "approved": True,
+        "maxUsdc": str(ceiling_usdc),
+        "chain": chain,
+        "idempotencyKey": idempotency_key,
+    }
+    return await wallet.pay(ApprovedBody(protocol, body, idempotency_key))

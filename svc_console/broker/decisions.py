@@ -17,7 +17,15 @@ from typing import Any
 from svc_console.broker import errors, two_person
 from svc_console.broker.deciders import Decider, refuse_own_request
 from svc_console.broker.params import ApproveParams, DenyParams
-from svc_console.core.models import Decision, Estimate, Evidence, SpendRequest, Verdict
+from svc_console.core.mandate import Mandate, MandateDecider, mandate_for
+from svc_console.core.models import (
+    Decision,
+    EndpointRecord,
+    Estimate,
+    Evidence,
+    SpendRequest,
+    Verdict,
+)
 from svc_console.core.money import format_usdc
 from svc_console.core.states import IllegalTransition, State
 from svc_console.ledger import Ledger, PastLifetime
@@ -36,6 +44,30 @@ def approval_ceiling(request: SpendRequest, estimate: Estimate) -> Decimal:
     if request.max_usdc is not None:
         ceiling = min(ceiling, request.max_usdc)
     return ceiling
+
+
+def mandate_of(
+    request: SpendRequest,
+    decision: Decision,
+    deciders: list[MandateDecider],
+    *,
+    endpoint: EndpointRecord | None = None,
+    estimate: Estimate | None = None,
+    policy_sha256: str | None = None,
+) -> Mandate:
+    """The mandate an approving `decision` produces, from the request as quoted (or the
+    `endpoint` and `estimate` intake has just learned)."""
+    endpoint, estimate = endpoint or request.endpoint, estimate or request.estimate
+    assert endpoint is not None and estimate is not None and decision.ceiling_usdc is not None
+    return mandate_for(
+        request,
+        endpoint,
+        estimate,
+        ceiling=decision.ceiling_usdc,
+        deciders=deciders,
+        at=decision.at,
+        policy_sha256=policy_sha256,
+    )
 
 
 class Decisions:
@@ -93,18 +125,31 @@ class Decisions:
             if grant_id(rule) is not None
             else (f"policy: {rule_name}", "policy")
         )
+        evidence = Evidence(channel=channel, rule=rule_name, policy_version=verdict.policy_sha256)
         decision = Decision(
             approved=True,
             by=by,
             at=now,
             ceiling_usdc=approval_ceiling(request, learned["estimate"]),
-            evidence=Evidence(
-                channel=channel, rule=rule_name, policy_version=verdict.policy_sha256
-            ),
+            evidence=evidence,
+        )
+        mandate = mandate_of(
+            request,
+            decision,
+            [MandateDecider(by=by, evidence=evidence)],
+            endpoint=learned["endpoint"],
+            estimate=learned["estimate"],
+            policy_sha256=verdict.policy_sha256 if channel == "policy" else None,
         )
         still = lambda: self._still_auto_approved(request, learned, now, dataset)  # noqa: E731
         self.ledger.decide(
-            request.id, decision, State.auto_approved, budget_rule=rule, recheck=still, **learned
+            request.id,
+            decision,
+            State.auto_approved,
+            budget_rule=rule,
+            recheck=still,
+            mandate=mandate,
+            **learned,
         )
         return State.auto_approved
 
@@ -203,7 +248,8 @@ class Decisions:
         blocked = self.policy.approval_blocked(request, self.clock())
         if blocked is not None:
             raise errors.BlockedByPolicy(f"the policy forbids approving {request.id}: {blocked}")
-        by = decider.by
+        by, evidence = decider.by, decider.evidence()
+        deciders = [MandateDecider(by=by, evidence=evidence)]
         ceiling = approval_ceiling(request, request.estimate)
         if two_person.applies(self.policy, ceiling):
             pair = two_person.second_needed(
@@ -220,16 +266,19 @@ class Decisions:
                 log.info("%s approved by %s; needs a second operator", request.id, decider.by)
                 return None
             by = ", ".join(pair)
+            first = two_person.approved_by(self.ledger, request, ceiling, self.removed_operator)
+            deciders.insert(0, MandateDecider(by=pair[0], evidence=first.get(pair[0])))
         decision = Decision(
             approved=True,
             by=by,
             at=self.clock(),
-            ceiling_usdc=approval_ceiling(request, request.estimate),
+            ceiling_usdc=ceiling,
             note=params.note,
-            evidence=decider.evidence(),
+            evidence=evidence,
         )
         blocked_now = lambda: self.policy.approval_blocked(request, self.clock())  # noqa: E731
-        self._commit(request, decision, State.approved, recheck=blocked_now)
+        mandate = mandate_of(request, decision, deciders)
+        self._commit(request, decision, State.approved, recheck=blocked_now, mandate=mandate)
         log.info("%s approved by %s up to %s USDC", request.id, decider.by, decision.ceiling_usdc)
         return decision
 
@@ -253,9 +302,10 @@ class Decisions:
         decision: Decision,
         target: State,
         recheck: Callable[[], str | None] | None = None,
+        mandate: Mandate | None = None,
     ) -> None:
         try:
-            self.ledger.decide(request.id, decision, target, recheck=recheck)
+            self.ledger.decide(request.id, decision, target, recheck=recheck, mandate=mandate)
         except BudgetSpent as spent:
             raise errors.BlockedByPolicy(
                 f"the policy forbids approving {request.id}: {spent}"

@@ -41,8 +41,8 @@ MIN_KNOWN = 16
 
 def refuse_secrets(params: SubmitParams, own_secrets: Collection[str] = ()) -> None:
     """Raise `SecretInParams` if a field holds an sk_live_ key, a bearer token, an agent token or
-    one of `own_secrets` (the console's API key, wallet token and wallet keys; keys with or
-    without 0x, in any case)."""
+    one of `own_secrets` (the console's API key and wallet token; the wallet key by its digest,
+    `secrets_scan.key_digest`: keys with or without 0x, in any case)."""
     refuse_secrets_in({name: getattr(params, name) for name in SCANNED}, own_secrets, params.agent)
 
 
@@ -50,7 +50,11 @@ def refuse_secrets_in(
     fields: Mapping[str, Any], own_secrets: Collection[str], who: str | None
 ) -> None:
     """`refuse_secrets` for any fields an agent sends on (a read's arguments, say)."""
-    own = [key.lower().removeprefix("0x") for key in own_secrets if len(key or "") >= MIN_KNOWN]
+    own = [
+        key if key.startswith(secrets_scan.KEY_DIGEST) else key.lower().removeprefix("0x")
+        for key in own_secrets
+        if len(key or "") >= MIN_KNOWN
+    ]
     own.append(AGENT_TOKEN_MARK)
     for name, value in fields.items():
         found = secrets_scan.first_secret(value, name, kinds=REFUSED_KINDS, known=own)

@@ -441,9 +441,7 @@ class Broker:
             with group_commit.joined():
                 executed = await self._executor.run(request_id)
                 if executed.repriced is not None:  # nothing was paid: the operator decides again
-                    self.decisions.queue(
-                        request_id, self.clock(), estimate=executed.repriced, reason=executed.reason
-                    )
+                    self.decisions.queue(request_id, self.clock(), **executed.asked())
             await self.ledger.committed()
         except Exception:
             log.exception("execution of %s failed", request_id)

@@ -20,7 +20,7 @@ from decimal import Decimal
 
 from svc_console.broker import errors
 from svc_console.broker.deciders import Decider
-from svc_console.core.models import SpendRequest
+from svc_console.core.models import Evidence, SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.states import State
 from svc_console.ledger import Ledger
@@ -47,19 +47,29 @@ def approvals(
 ) -> list[str]:
     """The operators who approved `request` so far, first first, as it stands now; an approval
     by an operator whose account was `removed` since no longer counts."""
+    return list(approved_by(ledger, request, ceiling, removed))
+
+
+def approved_by(
+    ledger: Ledger,
+    request: SpendRequest,
+    ceiling: Decimal,
+    removed: Callable[[str], bool] = lambda name: False,
+) -> dict[str, Evidence]:
+    """`approvals`, each with the evidence recorded with it (what a mandate names)."""
     rows = ledger.db.execute(
         "SELECT data FROM events WHERE request_id = ? AND type = ? ORDER BY seq",
         [request.id, KIND],
     ).fetchall()
-    names = []
+    found: dict[str, Evidence] = {}
     for (data,) in rows:
         approval = json.loads(data)
         # Another stay in the queue (after a re-price) or another ceiling: another question.
         same = approval.get("expires_at") == request.expires_at
         same = same and approval.get("ceiling_usdc") == str(ceiling)
         if same and not removed(approval["operator"]):
-            names.append(approval["operator"])
-    return names
+            found.setdefault(approval["operator"], Evidence.model_validate(approval["evidence"]))
+    return found
 
 
 def second_needed(

@@ -1,4 +1,5 @@
-"""`svc-console approvals list / approve / deny`: headless decisions, under the TUI's rules."""
+"""`svc-console approvals list / show / approve / deny`: headless decisions, under the TUI's
+rules; `show ID --mandate` prints the mandate an approval produced (read from the ledger)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,21 @@ def add_commands(commands: Any) -> None:
         help="as JSON, each request with the digest of its facts as listed (for --seen)",
     )
     listing.set_defaults(run=run_list)
+    show = approvals.add_parser(
+        "show",
+        help="one request as the ledger holds it; --mandate: what its approval lets be paid",
+        description="Read one request from the ledger (read-only, beside a running console): "
+        "the console's facts, where the money goes, and the decision. With --mandate, the JSON "
+        "of the mandate its latest approval produced, for `svc-console mandate verify`.",
+    )
+    show.add_argument("request_id", metavar="ID")
+    show.add_argument(
+        "--mandate", action="store_true", help="print the approval's mandate (JSON) instead"
+    )
+    from svc_console.cli.mandate import ledger_option
+
+    ledger_option(show)
+    show.set_defaults(run=run_show)
     approve = approvals.add_parser(
         "approve", help="approve pending requests (several: each its own decision)"
     )
@@ -119,6 +135,74 @@ def run_list(args: argparse.Namespace) -> int:
     for line in table(requests, time.time()):
         print(line)
     return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from svc_console.cli.mandate import ledger_location
+    from svc_console.core.sanitize import inert_line
+    from svc_console.ledger import mandates
+    from svc_console.ledger.readers import ReadError, open_reader
+    from svc_console.ledger.request_reads import RequestView
+
+    path, url = ledger_location(args.ledger)
+    if url is None and not path.is_file():
+        raise CommandError(f"no ledger at {inert_line(str(path), 200)}", EXIT_USAGE)
+    request_id = inert_line(args.request_id, 40)
+    try:
+        conn = open_reader(path, url)
+        try:
+            request = RequestView(conn).get(args.request_id)
+            mandate = mandates.latest(conn, args.request_id)
+        finally:
+            conn.close()
+    except ReadError as exc:  # either engine's (the PostgreSQL reader raises them as these)
+        said = inert_line(str(exc), 200)
+        raise CommandError(f"cannot read the ledger: {said}", EXIT_USAGE) from None
+    if request is None:
+        raise CommandError(f"no request {request_id} in the ledger", EXIT_USAGE)
+    if args.mandate:
+        if mandate is None:
+            raise CommandError(f"{request_id} has no approval with a mandate", EXIT_USAGE)
+        print(mandate.printed())
+        return 0
+    for line in request_lines(request, mandate):
+        print(line)
+    return 0
+
+
+def request_lines(request: Any, mandate: Any) -> list[str]:
+    """A request in lines: the console's facts first, what the agent wrote last, cut."""
+    from svc_console.core.mandate import pays_to
+    from svc_console.core.money import format_usdc
+    from svc_console.core.sanitize import inert_line
+
+    endpoint, estimate, decision = request.endpoint, request.estimate, request.decision
+    rows = [
+        ("state", str(request.state)),
+        ("endpoint", request.endpoint_id or request.dataset_id or str(request.kind)),
+        ("provider", endpoint.provider_name if endpoint else "not inspected"),
+        (
+            "cost",
+            f"{format_usdc(estimate.amount_usdc)} USDC on {estimate.chain}" if estimate else "-",
+        ),
+        ("pays to", pays_to(request.kind, estimate, endpoint)),
+        ("agent", request.agent + ("" if request.agent_verified else " (unverified)")),
+    ]
+    if decision is not None:
+        verb = "approved" if decision.approved else "denied"
+        rows.append(("decision", f"{verb} by {decision.by}"))
+    if mandate is not None:
+        rows.append(("mandate", f"sha256 {mandate.digest}, valid until {mandate_until(mandate)}"))
+    lines = [request.id]
+    lines += [f"  {label:<9} {inert_line(value, 120)}" for label, value in rows]
+    lines.append(f"  agent wrote | {inert_line(request.purpose, 100)}")
+    return lines
+
+
+def mandate_until(mandate: Any) -> str:
+    from svc_console.core.mandate import utc_text
+
+    return utc_text(mandate.valid_until)
 
 
 def as_operator(

@@ -142,13 +142,19 @@ class RiskFlag(Model):
 
 
 class Estimate(Model):
-    """The price the operator is asked to approve, from the dry run."""
+    """The price the operator is asked to approve, from the dry run or the tool's challenge.
+    A challenge also pins where the money goes: the recipient (`pay_to`), the asset, the CAIP-2
+    network and the scheme; a dry run pins none of them (the wallet proxy signs)."""
 
     amount_usdc: Usdc
     min_usdc: Usdc | None = None
     max_usdc: Usdc | None = None
     chain: str
     protocol: Literal["x402", "mpp"]
+    pay_to: str | None = None
+    asset: str | None = None
+    network: str | None = None
+    scheme: str | None = None
 
     @property
     def dynamic(self) -> bool:

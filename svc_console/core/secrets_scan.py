@@ -5,6 +5,7 @@ personal data and mask planned inputs (requests recorded before that refusal exi
 (SKILLS.md) build their input rules on the same names.
 """
 
+import hashlib
 import re
 from collections.abc import Collection, Iterator
 from typing import Any
@@ -32,6 +33,15 @@ SECRET_KINDS = frozenset({"evm_private_key", "solana_private_key", "api_key", "b
 # The kind of a string holding one of the console's own secrets (its API key, wallet token or
 # wallet keys; an agent's token): not a pattern, a known value.
 OWN_KEY = "own_secret"
+# A wallet key is known by its digest (`key_digest`): only the signer holds the key itself.
+KEY_DIGEST = "sha256:"
+
+
+def key_digest(key: str) -> str:
+    """How an EVM key is recognised without being held: the sha256 of its 64 hex digits, lower
+    case, without 0x, marked `sha256:`."""
+    core = key.strip().lower().removeprefix("0x")
+    return KEY_DIGEST + hashlib.sha256(core.encode()).hexdigest()
 
 
 def walk_strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
@@ -71,19 +81,26 @@ def first_secret(
     known: Collection[str] = (),
 ) -> tuple[str, str] | None:
     """Where the first string of one of the secret `kinds`, or holding one of the `known` EVM
-    keys (hex, lower case, no 0x: kind `OWN_KEY`), is in a JSON value, and its kind; None if
-    there is none.
+    keys (hex, lower case, no 0x; or a key's `key_digest`: kind `OWN_KEY`), is in a JSON value,
+    and its kind; None if there is none.
 
     Keys are searched too (a secret in a key leaves all the same). `where` names a field path
     below `path` (`inputs.items[2].token`) and never quotes the secret: a secret in a key is
     reported as `a key in <path of its object>`. Other keys are shown cut to 40 characters,
     quoted when they are not plain names."""
 
+    plain = [key for key in known if not key.startswith(KEY_DIGEST)]
+    digests = {key for key in known if key.startswith(KEY_DIGEST)}
+
     def kind_of(text: str) -> str | None:
         kind = secret_kind(text, kinds)
-        if kind is None and known:
+        if kind is None and plain:
             lowered = text.lower()
-            if any(key in lowered for key in known):
+            if any(key in lowered for key in plain):
+                kind = OWN_KEY
+        if kind is None and digests:
+            hexes = PATTERNS["evm_private_key"][0].finditer(text)
+            if any(key_digest(found.group()) in digests for found in hexes):
                 kind = OWN_KEY
         return kind
 

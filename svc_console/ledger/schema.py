@@ -366,6 +366,14 @@ def _charges_by_service(db: Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS usage_service ON usage(service, at)")
 
 
+def _decision_mandates(db: Database) -> None:
+    """Mandates: what each approval lets be paid (core/mandate.py), kept with the decision as its
+    canonical JSON (sealed with the row; its digest is in the decision's event). Decisions made
+    before have none. Safe to meet twice: the column is added only when missing."""
+    if "mandate" not in db.column_names("decisions"):
+        db.execute("ALTER TABLE decisions ADD COLUMN mandate TEXT")
+
+
 def _step(step: Callable[[Database], None]) -> Callable[[Any], None]:
     """A step that takes any SQLite database as well as an engine's (`engine.of`)."""
 
@@ -377,7 +385,12 @@ def _step(step: Callable[[Database], None]) -> Callable[[Any], None]:
 
 
 MIGRATIONS = [
-    _step(step) for step in (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10, _charges_by_service)
+    _step(step)
+    for step in (
+        *(_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10),
+        _charges_by_service,
+        _decision_mandates,
+    )
 ]
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from svc_console.config.audit_key import NoAuditKey, audit_key, lost_key
 from svc_console.core.buckets import Change
+from svc_console.core.mandate import Mandate
 from svc_console.core.models import Decision, Evidence, Outcome, SpendRequest
 from svc_console.core.money import to_atomic
 from svc_console.core.states import FINAL, State, check_transition
@@ -284,13 +285,15 @@ class Ledger(Transactions, RequestReads):
         *,
         budget_rule: str | None = None,
         recheck: Callable[[], str | None] | None = None,
+        mandate: Mandate | None = None,
         **fields: Any,
     ) -> int:
         """Commit a decision and the state it leads to; returns the decision's id. Committed
         before this returns, so no execution can start on an unrecorded decision. An approval
         reserves its ceiling in the budget totals in the same transaction (and in the totals of
-        `budget_rule`, the auto-approve rule that made it). On a shared ledger, `recheck` says
-        why the approval no longer fits, with the other brokers' reservations now counted
+        `budget_rule`, the auto-approve rule that made it), and keeps its `mandate` with the
+        decision, its digest in the decision's event. On a shared ledger, `recheck` says why
+        the approval no longer fits, with the other brokers' reservations now counted
         (BudgetSpent; nothing written)."""
         with self.transaction():
             check_transition(self._state(request_id), target)
@@ -320,12 +323,15 @@ class Ledger(Transactions, RequestReads):
                     "evidence": _dumps(decision.evidence.model_dump(mode="json"))
                     if decision.evidence is not None
                     else None,
+                    "mandate": mandate.canonical() if mandate is not None else None,
                 },
             )
             reason = None if decision.approved else decision.note
             self.seal("decisions", decision_id)
             self._write_state(request_id, target, decision.at, {"reason": reason, **fields})
             data = {"decision_id": decision_id, "budget_rule": budget_rule}
+            if mandate is not None:
+                data["mandate_sha256"] = mandate.digest
             self.event(
                 request_id, "decision", {**event_data.decision(decision), **data}, decision.at
             )

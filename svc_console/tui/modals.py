@@ -21,6 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from svc_console.broker.params import DenyParams
+from svc_console.core.mandate import pays_to
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.core.sanitize import inert_line
@@ -162,8 +163,11 @@ class ConfirmAmountModal(_DecisionModal[Decimal | None]):
         self.amount = amount
 
     def explain(self) -> Text:
+        request = self.request
+        to = pays_to(request.kind, request.estimate, request.endpoint)
         return Text(
-            f"This approval lets up to {format_usdc(self.amount)} USDC be spent. "
+            f"This approval lets up to {format_usdc(self.amount)} USDC be spent.\n"
+            f"Pays to: {to}.\n"
             f"Type {format_usdc(self.amount)} to approve it."
         )
 

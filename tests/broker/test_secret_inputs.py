@@ -32,6 +32,8 @@ from svc_console.core.states import State
 from svc_console.runtime import Runtime
 
 ENDPOINT = "ep_websearch_basic"
+# The console's own wallet key in these tests: the signer alone holds it once started.
+WALLET_KEY = "0x" + "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
 REFUSAL_TAIL = ": the console does not send secrets to providers"
 
 
@@ -84,6 +86,7 @@ async def runtime(make_runtime: Callable[..., Runtime], paths: Paths) -> AsyncIt
     """The broker with svc-console's own log file, at DEBUG so that nothing is filtered out."""
     log_file = logs.configure(paths.logs, level=logging.DEBUG)
     rt = make_runtime()
+    rt.payer_key = WALLET_KEY  # handed to the signer at the start, kept nowhere else
     await rt.start()
     try:
         yield rt
@@ -243,8 +246,8 @@ async def test_the_command_line_says_which_field_and_never_echoes_the_secret(
 async def test_the_consoles_own_wallet_key_is_refused_in_any_spelling(
     runtime: Runtime, paths: Paths
 ):
-    assert runtime.market is not None and runtime.market.payer_key
-    core = runtime.market.payer_key.removeprefix("0x")
+    assert runtime.payer_key is None  # handed over
+    core = WALLET_KEY.removeprefix("0x")
     before = counts(runtime)
     async with AsyncAgent("key-bot", runtime.paths.socket) as agent:
         for spelling in (core, "0x" + core.upper(), f"sign with {core} please"):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from eth_account import Account
+from helpers import proxy_execute
 from pydantic import SecretStr
 
 from svc_console.core.account import AgentLogin
@@ -127,7 +128,8 @@ async def test_wallets_usage_and_policies_are_typed(server: SandboxServer):
         proxy = WalletClient(server.base_url, state.username, state.api_token)
         try:
             for n in range(3):
-                await proxy.execute(
+                await proxy_execute(
+                    proxy,
                     "x402",
                     WEBSEARCH_ID,
                     {"query": f"page {n}"},

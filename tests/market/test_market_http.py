@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from decimal import Decimal
 
 import pytest
+from helpers import proxy_execute
 
 from svc_console.market import errors, http
 from svc_console.market.rest import MarketClient
@@ -98,7 +99,8 @@ async def test_a_dry_run_is_sent_again_but_a_payment_is_not(server: OneAnswerPer
         assert again.estimated_usdc == Decimal("0.01")
         assert len(server.requests) == 3
         with pytest.raises(errors.OutcomeUnknown, match="did not answer"):
-            await wallet.execute(
+            await proxy_execute(
+                wallet,
                 "x402",
                 WEBSEARCH_ID,
                 {"query": "q"},

@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import httpx
 import pytest
+from helpers import proxy_execute
 
 from svc_console.market import errors
 from svc_console.market.wallet import WalletClient
@@ -37,7 +38,8 @@ async def wallet(sandbox):
 
 
 async def _execute(wallet: WalletClient, key: str, ceiling: str = "0.01"):
-    return await wallet.execute(
+    return await proxy_execute(
+        wallet,
         "x402",
         WEBSEARCH_ID,
         SEARCH_INPUTS,

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
+import socket
 import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -155,6 +157,7 @@ class ApprovalSocket:
         self._connections: set[_Connection] = set()
         self._peers = _Peers(limits.max_connections_per_peer)
         self._refusals = RefusalLog(log)
+        self._bound: tuple[int, int] | None = None  # (device, inode) of the file bound
 
     async def start(self) -> None:
         if len(os.fsencode(self.path)) > MAX_SOCKET_PATH:
@@ -167,19 +170,21 @@ class ApprovalSocket:
                 raise OSError(f"{self.path} exists and is not a socket; refusing to replace it")
             if await _answers(self.path):
                 raise OSError(f"another broker is listening on {self.path}")
-            self.path.unlink()
-        old_umask = os.umask(0o177)  # the socket is born 0600: no window where others may connect
+            self.path.unlink()  # a socket nobody listens on: left by a broker that died
+        listener = self._bind()
         try:
             # A backlog as deep as the connections allowed: with asyncio's default (100), agents
             # connecting at once beyond it were told they were connected, then found it dead.
             self._server = await asyncio.start_unix_server(
                 self._serve,
-                path=str(self.path),
+                sock=listener,
                 limit=self.limits.max_line_bytes,
                 backlog=self.limits.max_connections,
             )
-        finally:
-            os.umask(old_umask)
+        except BaseException:
+            listener.close()
+            self._unlink_own()
+            raise
         _quiet_accept_failures(self._refusals)
         if not opened:
             self.path.chmod(0o600)
@@ -188,6 +193,25 @@ class ApprovalSocket:
         else:
             os.chown(self.path, -1, settings.gid)
             self.path.chmod(0o660)
+
+    def _bind(self) -> socket.socket:
+        """A listening socket bound at the path, which must be free: bound here, not by asyncio,
+        which removes any socket file it finds there first (another broker's, started since the
+        check above). What was bound is remembered, so that only it is ever unlinked."""
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)  # the socket is born 0600: no window where others may connect
+        try:
+            listener.bind(str(self.path))
+        except OSError as exc:
+            listener.close()
+            if exc.errno == errno.EADDRINUSE:
+                raise OSError(f"{self.path} was taken while this broker started") from None
+            raise
+        finally:
+            os.umask(old_umask)
+        made = self.path.lstat()
+        self._bound = (made.st_dev, made.st_ino)
+        return listener
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -200,8 +224,18 @@ class ApprovalSocket:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
             self._server = None
+        self._unlink_own()
+
+    def _unlink_own(self) -> None:
+        """Remove the socket file this broker bound, and nothing else: a start refused for a
+        file or another broker's socket at the path leaves it as it was."""
+        bound, self._bound = self._bound, None
+        if bound is None:
+            return
         with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+            found = self.path.lstat()
+            if (found.st_dev, found.st_ino) == bound:
+                self.path.unlink()
 
     def _admission(self, peer: Peer | None) -> errors.BrokerError | None:
         """Why a new connection is refused (logged, at a bounded rate), or None."""

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from svc_console.cli.arguments import port
 from svc_console.cli.errors import CommandError
 
 
@@ -26,7 +27,7 @@ def add_commands(parser: argparse.ArgumentParser, commands: Any) -> None:
 
     sandbox = commands.add_parser("sandbox", help="the sandbox marketplace alone, on loopback")
     sandbox.add_argument("--host", default="127.0.0.1")
-    sandbox.add_argument("--port", type=int, default=8402)
+    sandbox.add_argument("--port", type=port, default=8402, help="0: any free port")
     sandbox.set_defaults(run=run_sandbox)
 
 

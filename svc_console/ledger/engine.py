@@ -19,9 +19,11 @@ differently is here (the SQLite writer's lock, the snapshot, a table's existence
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import sqlite3
+import stat
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -73,6 +75,38 @@ class LedgerLocked(LedgerRefused):
     """Another broker already holds this (SQLite) ledger."""
 
 
+class UnsafeLedgerFile(LedgerRefused, sqlite3.DatabaseError):
+    """The ledger's file (or its lock, its WAL) is a symbolic link or not a file: writing through
+    it would change a file elsewhere, perhaps outside the home. A reader meets it as any other
+    failed read (a sqlite3 error)."""
+
+
+class CorruptLedger(LedgerRefused):
+    """The ledger's file is not a database SQLite can read."""
+
+
+# The files SQLite and the writer's lock open beside the ledger, following a link if one is there.
+_BESIDE = ("", "-wal", "-shm", ".lock")
+
+
+def refuse_unsafe_file(path: Path) -> None:
+    """Raise UnsafeLedgerFile when the ledger's path, or a file opened beside it, is a symbolic
+    link or anything but a regular file; a missing one is made later, as a file."""
+    for suffix in _BESIDE:
+        place = Path(f"{path}{suffix}")
+        try:
+            info = place.lstat()
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            raise UnsafeLedgerFile(
+                f"{place} is a symbolic link (to {os.readlink(place)}): the ledger is kept in"
+                " files of its own in the home; put the file itself there"
+            )
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeLedgerFile(f"{place} is not a regular file; move it away")
+
+
 def open_database(path: Path, url: str | None) -> Database:
     if url:
         from svc_console.ledger.pg import Database as PgDatabase
@@ -113,7 +147,14 @@ class WriterLock:
     each have a home of their own, and serialize their transactions in the database (`shared`)."""
 
     def __init__(self, path: Path):
-        self._fd: int | None = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        refuse_unsafe_file(path)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
+        try:
+            self._fd: int | None = os.open(f"{path}.lock", flags, 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # made a link since the check above
+                raise UnsafeLedgerFile(f"{path}.lock is a symbolic link; remove it") from None
+            raise
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

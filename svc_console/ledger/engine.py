@@ -23,11 +23,20 @@ import errno
 import fcntl
 import os
 import sqlite3
-import stat
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
+
+from svc_console.ledger.refusals import (
+    CorruptLedger,
+    LedgerLocked,
+    LedgerRefused,
+    UnsafeLedgerFile,
+    refuse_unsafe_file,
+)
+
+__all__ = ["CorruptLedger", "LedgerLocked", "LedgerRefused", "UnsafeLedgerFile"]
 
 
 class Database(Protocol):
@@ -65,46 +74,6 @@ def of(db: Any) -> Database:
     from svc_console.ledger.sqlite_db import SqliteDatabase
 
     return SqliteDatabase(db.conn)
-
-
-class LedgerRefused(Exception):
-    """The ledger cannot be opened for a broker; the message says why and what to do."""
-
-
-class LedgerLocked(LedgerRefused):
-    """Another broker already holds this (SQLite) ledger."""
-
-
-class UnsafeLedgerFile(LedgerRefused, sqlite3.DatabaseError):
-    """The ledger's file (or its lock, its WAL) is a symbolic link or not a file: writing through
-    it would change a file elsewhere, perhaps outside the home. A reader meets it as any other
-    failed read (a sqlite3 error)."""
-
-
-class CorruptLedger(LedgerRefused):
-    """The ledger's file is not a database SQLite can read."""
-
-
-# The files SQLite and the writer's lock open beside the ledger, following a link if one is there.
-_BESIDE = ("", "-wal", "-shm", ".lock")
-
-
-def refuse_unsafe_file(path: Path) -> None:
-    """Raise UnsafeLedgerFile when the ledger's path, or a file opened beside it, is a symbolic
-    link or anything but a regular file; a missing one is made later, as a file."""
-    for suffix in _BESIDE:
-        place = Path(f"{path}{suffix}")
-        try:
-            info = place.lstat()
-        except FileNotFoundError:
-            continue
-        if stat.S_ISLNK(info.st_mode):
-            raise UnsafeLedgerFile(
-                f"{place} is a symbolic link (to {os.readlink(place)}): the ledger is kept in"
-                " files of its own in the home; put the file itself there"
-            )
-        if not stat.S_ISREG(info.st_mode):
-            raise UnsafeLedgerFile(f"{place} is not a regular file; move it away")
 
 
 def open_database(path: Path, url: str | None) -> Database:

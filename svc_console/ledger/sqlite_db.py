@@ -10,6 +10,8 @@ from pathlib import Path
 
 import sqlite_utils
 
+from svc_console.ledger.refusals import CorruptLedger, UnsafeLedgerFile, refuse_unsafe_file
+
 
 class SqliteDatabase(sqlite_utils.Database):
     """The SQLite ledger: sqlite-utils' database, with the engine's few differences."""
@@ -39,8 +41,6 @@ class SqliteDatabase(sqlite_utils.Database):
 def open_sqlite(path: Path) -> SqliteDatabase:
     """The ledger file, made owner-only if it is new. Refused (`LedgerRefused`, one line) when it
     is a symbolic link or no file, or not a database SQLite can read."""
-    from svc_console.ledger.engine import CorruptLedger, UnsafeLedgerFile, refuse_unsafe_file
-
     refuse_unsafe_file(path)
     try:
         os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600))

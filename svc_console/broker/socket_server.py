@@ -75,7 +75,7 @@ class _Connection:
     # Admitted into the room kept for registered agents: its first line must prove one.
     probation: bool = False
     subscription: Subscription | None = None  # following the queue (`approvals.follow`)
-    send: Callable[[_Connection, dict[str, Any]], Awaitable[None]] | None = None
+    send: Callable[[_Connection, dict[str, Any]], Awaitable[None]] = field(kw_only=True)
     # (loop time) since when nothing was asked or answered: a bare newline asks nothing
     quiet_since: float = field(default_factory=lambda: asyncio.get_running_loop().time())
 
@@ -84,7 +84,6 @@ class _Connection:
 
     async def push(self, message: dict[str, Any]) -> None:
         """A notification nobody asked for on this connection (a change to a followed queue)."""
-        assert self.send is not None
         await self.send(self, message)
 
     def cut_off(self) -> None:

@@ -146,7 +146,8 @@ def render(notice: Notice, hook: Webhook, now: float | None = None) -> Delivery:
             "at": iso(notice.at),
         }
     )
-    assert hook.secret is not None, "a json webhook is always configured with its secret"
+    if hook.secret is None:  # the settings refuse such a webhook; never sent unsigned
+        raise ValueError("a json webhook signs its notices: it needs its secret")
     stamp = str(int(time.time() if now is None else now))
     headers = {
         "Content-Type": "application/json",

@@ -1,10 +1,13 @@
 """Helpers the tests share (fixtures live in conftest.py)."""
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
 from decimal import Decimal
 from typing import Any
 
+from svc_console.config import logs
 from svc_console.core.models import SpendRequest
 from svc_console.core.states import State
 
@@ -149,3 +152,23 @@ def plain_request(request_id: str = "req_1") -> SpendRequest:
         purpose="p", state=State.received, created_at=1.0, updated_at=1.0,
         max_usdc=Decimal("0.5"),
     )  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def logged_runtime(
+    make_runtime: Callable[..., Any], paths: Any, level: int = logging.DEBUG
+) -> AsyncIterator[Any]:
+    """A started broker with svc-console's own log file under the home, at `level`; the file's
+    handler is taken off the root logger afterwards."""
+    log_file = logs.configure(paths.logs, level=level)
+    rt = make_runtime()
+    await rt.start()
+    try:
+        yield rt
+    finally:
+        await rt.stop()
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            if getattr(handler, "baseFilename", None) == str(log_file):
+                root.removeHandler(handler)
+                handler.close()

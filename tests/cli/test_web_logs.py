@@ -21,8 +21,8 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from helpers import logged_runtime
 
-from svc_console.config import logs
 from svc_console.config.agent_registry import AgentRegistry
 from svc_console.config.operator_passphrase import OperatorPassphrase
 from svc_console.runtime import Runtime
@@ -33,21 +33,12 @@ PASSPHRASE = "correct horse battery staple, the operator's"
 
 
 @pytest.fixture
-async def logged_runtime(make_runtime, paths) -> AsyncIterator[Runtime]:
-    """The broker, logging to its own file under the home, at INFO as `serve` does."""
-    log_file = logs.configure(paths.logs)
+async def console(make_runtime, paths) -> AsyncIterator[Runtime]:
+    """The broker with an operator passphrase, logging to its file under the home at INFO, as
+    `serve` does."""
     OperatorPassphrase(paths.operator_passphrase).set(PASSPHRASE)
-    runtime = make_runtime()
-    await runtime.start()
-    try:
+    async with logged_runtime(make_runtime, paths, logging.INFO) as runtime:
         yield runtime
-    finally:
-        await runtime.stop()
-        root = logging.getLogger()
-        for handler in list(root.handlers):
-            if getattr(handler, "baseFilename", None) == str(log_file):
-                root.removeHandler(handler)
-                handler.close()
 
 
 async def screen_until(ws: aiohttp.ClientWebSocketResponse, text: bytes) -> None:
@@ -78,9 +69,9 @@ async def log_in_every_way(address: str, token: str) -> None:
 
 
 async def test_no_secret_of_the_console_is_in_any_log_after_a_web_login(
-    logged_runtime: Runtime, home: Path
+    console: Runtime, home: Path
 ):
-    runtime = logged_runtime
+    runtime = console
     token, _made = login_token(home)  # made before: `web` shows a new token once, on purpose
     agent_token = AgentRegistry(runtime.paths.agent_registry).add("logged-bot")
     state = runtime.sandbox.state

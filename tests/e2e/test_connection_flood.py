@@ -41,14 +41,19 @@ def _few_files() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES, OPEN_FILES))
 
 
-def test_a_thousand_idle_connections_lock_out_neither_the_operator_nor_other_agents(home: Path):
-    server = subprocess.Popen(
+def serve_with_few_files(env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [*CLI, "serve"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
         preexec_fn=_few_files,
     )
+
+
+def test_a_thousand_idle_connections_lock_out_neither_the_operator_nor_other_agents(home: Path):
+    server = serve_with_few_files()
     flood: list[socket.socket] = []
     try:
         assert "broker on" in server.stdout.readline(), server.stderr.read()
@@ -135,14 +140,7 @@ def test_five_processes_of_one_uid_hold_no_more_than_that_uids_share():
     home.mkdir(mode=0o700)
     (home / "settings.toml").write_text(f"[agents]\nuids = [{NOBODY}]\n")
     env = {**os.environ, "SVC_CONSOLE_HOME": str(home), "SVC_CONSOLE_SOCKET": str(agents_socket)}
-    server = subprocess.Popen(
-        [*CLI, "serve"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        preexec_fn=_few_files,
-    )
+    server = serve_with_few_files(env)
     flood: list[subprocess.Popen[str]] = []
     try:
         assert "broker on" in server.stdout.readline(), server.stderr.read()

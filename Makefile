@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench crash load lint format clean
+.PHONY: demo test test-optimised bench crash load lint format clean
 
 # The install speaks in a few lines of its own; pip's output goes to .venv/install.log, shown
 # only when the install fails.
@@ -25,6 +25,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The broker, policy and ledger tests under `python -O`, which drops every assert of the package:
+# no check that input can fail may be one (the tests' own asserts are pytest's, kept).
+test-optimised: $(STAMP)
+	$(BIN)/python -O -m pytest -q tests/broker tests/policy tests/ledger
 
 # Every performance target beside its baseline (tests/bench/run.py): RUNS=N repeats, ONLY=a,b
 # picks benchmarks, PROFILE=decision profiles one of them instead. The PostgreSQL rows

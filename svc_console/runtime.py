@@ -128,6 +128,7 @@ class Runtime:
         self.ledger = Ledger(self.ledger_path, url=self.resolved_ledger_url())
         try:
             self.market = self._connect()
+            self._hold_secrets(self.market)
             options = dict(self.broker_options)
             if "policy" not in options:  # tests may bring their own engine
                 options["policy"] = self._start_policy(self.clock)
@@ -144,6 +145,15 @@ class Runtime:
             raise
         log.info("broker started; socket %s; service %s", self.paths.socket, self.market.base_url)
         return self.broker
+
+    def _hold_secrets(self, market: Marketplace) -> None:
+        """Every secret the console holds, beside the service's credentials the market has: what
+        no agent's submission may carry, in any spelling (its search is built here, once)."""
+        from svc_console.broker.secret_refusal import own_secrets
+        from svc_console.config.held_secrets import held_secrets
+
+        market.secrets = (*market.secrets, *held_secrets(self.paths, sandbox=self.service is None))
+        own_secrets(market.secrets, market.signer.key_forms)
 
     async def _start_notices(self) -> None:
         """The webhooks of `[notify]`, when there are any, following the broker and the policy."""

@@ -1,10 +1,13 @@
 """Helpers the tests share (fixtures live in conftest.py)."""
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
 from decimal import Decimal
 from typing import Any
 
+from svc_console.config import logs
 from svc_console.core.models import SpendRequest
 from svc_console.core.states import State
 
@@ -175,3 +178,28 @@ async def proxy_execute(
         "idempotencyKey": idempotency_key,
     }
     return await wallet.pay(ApprovedBody(protocol, body, idempotency_key))
+
+
+@contextlib.asynccontextmanager
+async def logged_runtime(
+    make_runtime: Callable[..., Any],
+    paths: Any,
+    level: int = logging.DEBUG,
+    payer_key: str | None = None,
+) -> AsyncIterator[Any]:
+    """A started broker with svc-console's own log file under the home, at `level` (and the
+    wallet key `payer_key`, handed to its signer at the start); the file's handler is taken off
+    the root logger afterwards."""
+    log_file = logs.configure(paths.logs, level=level)
+    rt = make_runtime()
+    rt.payer_key = payer_key
+    await rt.start()
+    try:
+        yield rt
+    finally:
+        await rt.stop()
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            if getattr(handler, "baseFilename", None) == str(log_file):
+                root.removeHandler(handler)
+                handler.close()

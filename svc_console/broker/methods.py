@@ -165,7 +165,8 @@ class Methods:
         submission = SubmitParams.model_validate(params)
         identity = self._identity(caller, submission.agent)
         # Before the broker records anything.
-        refuse_secrets(submission, self.broker.market.secrets)
+        market = self.broker.market
+        refuse_secrets(submission, market.secrets, market.signer.key_forms)
         request = await self.broker.submit(
             submission.model_copy(update={"agent": identity.name}),
             verified=identity.verified,

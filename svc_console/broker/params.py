@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from svc_console.core.models import Kind
-from svc_console.core.money import Usdc
+from svc_console.core.money import PlainUsdc, Usdc
 from svc_console.core.names import AGENT_NAME, AGENT_NAME_RULE
 from svc_console.core.shown_facts import DIGEST
 from svc_console.core.states import State
@@ -31,7 +31,7 @@ class SubmitParams(Params):
     dataset_id: str | None = Field(None, min_length=1, max_length=200)
     inputs: dict[str, Any]
     purpose: str = Field(min_length=1, max_length=MAX_PURPOSE)
-    max_usdc: Usdc | None = None
+    max_usdc: PlainUsdc | None = None
     idempotency_key: str | None = Field(None, min_length=1, max_length=200)
 
     @field_validator("agent")

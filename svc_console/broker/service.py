@@ -426,13 +426,15 @@ class Broker:
             await self._execute(request.id)
 
     def _fail_intake(self, request_id: str, exc: Exception) -> None:
-        with contextlib.suppress(Exception):
+        try:
             self.ledger.transition(
                 request_id,
                 State.rejected,
                 at=self.clock(),
                 reason=f"internal error while inspecting ({type(exc).__name__}); see the log",
             )
+        except Exception:  # the ledger failing too: said, and recovery inspects it again
+            log.exception("the failed intake of %s could not be recorded as rejected", request_id)
 
     async def _execute(self, request_id: str) -> None:
         try:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from svc_console.cli.arguments import port
 from svc_console.cli.errors import CommandError
 
 
@@ -26,7 +27,7 @@ def add_commands(parser: argparse.ArgumentParser, commands: Any) -> None:
 
     sandbox = commands.add_parser("sandbox", help="the sandbox marketplace alone, on loopback")
     sandbox.add_argument("--host", default="127.0.0.1")
-    sandbox.add_argument("--port", type=int, default=8402)
+    sandbox.add_argument("--port", type=port, default=8402, help="0: any free port")
     sandbox.set_defaults(run=run_sandbox)
 
 
@@ -156,8 +157,9 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"svc-console: broker on {runtime.paths.socket}, speaking to {where}", flush=True)
         print(f"svc-console: operator socket {runtime.paths.operator_socket}", flush=True)
         _tell_policy_errors(runtime.policy)
-        if runtime.agent_warning:
-            print(f"svc-console: warning: {runtime.agent_warning}", file=sys.stderr, flush=True)
+        advice = same_user_advice(runtime)
+        if advice is not None:
+            print(f"svc-console: warning: {advice}", file=sys.stderr, flush=True)
         try:
             await stop.wait()
         finally:
@@ -167,6 +169,27 @@ def run_serve(args: argparse.Namespace) -> int:
 
     asyncio.run(serve())
     return 0
+
+
+def same_user_advice(runtime: Any) -> str | None:
+    """What `serve` says where agents of the operator's own user are accepted, from the
+    credentials it started with: a passphrase already set, or operator accounts, are not advised
+    again."""
+    if runtime.agent_warning is None:
+        return None
+    import os
+
+    said = (
+        f"agents running as your own user (uid {os.getuid()}) are accepted: they can read every"
+        " file you can."
+    )
+    if runtime.operators is not None and runtime.operators.any():
+        guard = " Operator accounts' tokens guard decisions outside the console;"
+    elif runtime.passphrase is not None and runtime.passphrase.is_set():
+        guard = " The operator passphrase guards decisions outside the console;"
+    else:
+        guard = " Set an operator passphrase (svc-console operators passwd), and"
+    return f"{said}{guard} run agents as another user (README: Keeping agents apart)."
 
 
 def _left_pending(runtime: Any) -> str:

@@ -54,7 +54,7 @@ class Marketplace:
         there is one: without, the charged MCP tools are refused with a reason)."""
         rest = MarketClient(base_url, api_key, transport=transport)
         mcp = McpClient(f"{base_url}/api/mcp", credential=api_key, transport=transport)
-        known = (api_key, api_token, signer.key_digest)
+        known = (api_key, api_token)
         return cls(
             base_url=base_url,
             wallet_api_base=wallet_api_base,

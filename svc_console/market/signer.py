@@ -32,7 +32,7 @@ from svc_console.core.mandate_check import Offer, closest, differences
 from svc_console.core.models import EndpointRecord
 from svc_console.core.money import format_usdc, from_atomic, to_atomic
 from svc_console.core.networks import USDC_DOMAINS, evm_chain_id
-from svc_console.core.secrets_scan import key_digest
+from svc_console.core.secrets_scan import SecretForms, own_secret_forms
 from svc_console.market import challenges
 from svc_console.market.errors import OutsideMandate
 
@@ -80,7 +80,9 @@ class Signer:
     def __init__(self, account: Any, clock: Callable[[], float], key: str | None = None):
         self._account = account
         self._clock = clock
-        self.key_digest = key_digest(key) if key else None
+        # What the secret refusal searches submissions for: the key in every common spelling,
+        # as pieces no one of which holds it whole.
+        self.key_forms: SecretForms | None = own_secret_forms([key], marks=()) if key else None
 
     def __repr__(self) -> str:
         return f"Signer({self.address or 'no key'})"

@@ -61,10 +61,11 @@ class _Remembered:
         return self._passphrase.is_set()
 
     def verify(self, typed: str) -> bool:
-        if not self._passphrase.verify(typed):
+        broker = self._console.broker
+        # Checked in a worker: the console may have stopped (its broker let go) meanwhile.
+        if broker is None or not self._passphrase.verify(typed):
             return False
-        assert self._console.broker is not None, "asked once the console is attached"
-        self._console.broker.passphrase = typed
+        broker.passphrase = typed
         return True
 
 
@@ -99,10 +100,10 @@ class _SignIn:
         except Exception:  # an accounts file that cannot be read: nobody signs in
             log.exception("the operator accounts could not be read")
             return False
-        if account is None:
+        broker = self._console.broker
+        if account is None or broker is None:  # the console stopped meanwhile: nobody to sign in to
             return False
-        assert self._console.broker is not None, "asked once the console is attached"
-        self._console.broker.operator = (account.name, token)
+        broker.operator = (account.name, token)
         return True
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -22,10 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import eventually
+from helpers import eventually, logged_runtime
 
 from svc_console.agent import AgentError, AsyncAgent
-from svc_console.config import logs
 from svc_console.config.paths import Paths
 from svc_console.core import secrets_scan
 from svc_console.core.states import State
@@ -84,19 +82,8 @@ def placements(secret: str) -> list[tuple[dict[str, object], str]]:
 @pytest.fixture
 async def runtime(make_runtime: Callable[..., Runtime], paths: Paths) -> AsyncIterator[Runtime]:
     """The broker with svc-console's own log file, at DEBUG so that nothing is filtered out."""
-    log_file = logs.configure(paths.logs, level=logging.DEBUG)
-    rt = make_runtime()
-    rt.payer_key = WALLET_KEY  # handed to the signer at the start, kept nowhere else
-    await rt.start()
-    try:
+    async with logged_runtime(make_runtime, paths, payer_key=WALLET_KEY) as rt:
         yield rt
-    finally:
-        await rt.stop()
-        root = logging.getLogger()
-        for handler in list(root.handlers):
-            if getattr(handler, "baseFilename", None) == str(log_file):
-                root.removeHandler(handler)
-                handler.close()
 
 
 def submission(agent: str, **fields: object) -> dict[str, object]:

@@ -193,7 +193,8 @@ async def test_help_and_a_bad_timeout(home):
     assert code == 0 and "usage: svc-console wallet fund" in out and "--timeout" in out
     code, _, err = await run("wallet", "fund", "req_x", "--timeout", "0")
     assert one_line_error(code, err) == (
-        "svc-console: --timeout must be above 0 and at most 86400 seconds"
+        "svc-console wallet fund: argument --timeout: 0: a timeout must be above 0 and at most"
+        " 86400 seconds (see svc-console wallet fund --help)"
     )
 
 

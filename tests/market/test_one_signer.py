@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import svc_console
-from svc_console.core.secrets_scan import key_digest
+from svc_console.broker.secret_refusal import OwnSecrets
 from svc_console.runtime import Runtime
 
 PACKAGE = Path(svc_console.__file__).parent
@@ -75,6 +75,7 @@ async def test_after_start_the_wallet_key_is_held_by_the_signer_alone(
         if isinstance(value, str) and core in value.lower()
     ]
     assert holding == []
-    # What the broker knows of it, to refuse it in a submission, is its digest.
-    assert key_digest(WALLET_KEY) in runtime.market.secrets
+    # What the broker knows of it, to refuse it in a submission, is the signer's pieces of its
+    # spellings, none of which holds it whole.
+    assert OwnSecrets((), signer.key_forms).found(WALLET_KEY.upper())
     assert signer.address is not None

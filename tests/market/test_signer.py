@@ -17,10 +17,10 @@ from eth_account import Account
 from mandates import BASE_USDC, mandate
 from x402.schemas import SettleResponse
 
+from svc_console.broker.secret_refusal import OwnSecrets
 from svc_console.core.mandate import LIFETIME_S, inputs_digest
 from svc_console.core.models import Kind
 from svc_console.core.networks import USDC_ASSETS
-from svc_console.core.secrets_scan import key_digest
 from svc_console.market.errors import OutsideMandate
 from svc_console.market.signer import Signer
 from svc_console.sandbox.catalog import WEBSEARCH_ID, catalog
@@ -243,10 +243,12 @@ async def test_mpp_outside_the_mandate_is_refused_in_words(http, sandbox, signer
     assert sandbox.state.charges == []
 
 
-def test_the_key_never_shows_and_is_known_by_its_digest(key: str, signer):
+def test_the_key_never_shows_and_is_known_by_its_forms(key: str, signer):
     assert key not in repr(signer)
     assert key.removeprefix("0x") not in repr(signer)
-    assert signer.key_digest == key_digest(key.upper().replace("0X", ""))
+    search = OwnSecrets((), signer.key_forms)
+    assert search.found(key.upper().replace("0X", "")) and search.found(key[: len(key) // 2 + 2])
+    assert not search.found("0x" + "ab" * 32)
     assert key.removeprefix("0x") not in str(vars(signer))
     with pytest.raises(ValueError) as refused:
         Signer.with_key(key[:-4] + "zzzz", time.time)

@@ -391,6 +391,7 @@ class Runtime:
                 await socket.stop()
         self.socket = self.operator_socket = None
         if self.broker is not None:
+            self.broker.decisions.refusals.flush(everything=True)  # the bursts' counts
             await self.broker.stop()
             self.broker = None
         if self.market is not None:

@@ -17,6 +17,7 @@ from typing import Any
 from svc_console.broker import errors, two_person
 from svc_console.broker.deciders import Decider, refuse_own_request
 from svc_console.broker.params import ApproveParams, DenyParams
+from svc_console.broker.refusal_log import RefusalAudit
 from svc_console.core.models import Decision, Estimate, Evidence, SpendRequest, Verdict
 from svc_console.core.money import format_usdc
 from svc_console.core.states import IllegalTransition, State
@@ -59,6 +60,8 @@ class Decisions:
         self.removed_operator: Callable[[str], bool] = lambda name: False
         # The TUI's operator: settings.toml [operator] name, else the console owner's login.
         self.console_operator: str | None = None
+        # Refused decisions, in the audit chain by bursts (a guessing loop cannot fill it).
+        self.refusals = RefusalAudit(ledger, clock)
 
     # -- waiting for the operator -------------------------------------------------------------
 
@@ -146,9 +149,10 @@ class Decisions:
         return threshold is not None and total > threshold
 
     def refuse(self, request_id: str | None, reason: str, decider: Decider) -> None:
-        """Keep a refused decision in the audit chain, with who tried it."""
-        self.ledger.record_refusal(request_id, reason, decider.evidence(), at=self.clock())
-        log.warning("a decision on %s was refused: %s", request_id, reason)
+        """Keep a refused decision in the audit chain, with who tried it: at once, or counted
+        in its burst (`RefusalAudit`)."""
+        peer = (decider.channel, decider.uid)
+        self.refusals.refused(peer, request_id, reason, decider.evidence())
 
     def operator_approvals(self, request: SpendRequest) -> list[str]:
         """Who approved a pending request so far under the two-person rule (empty when it does

@@ -28,10 +28,13 @@ class OperatorPassphrase:
     def is_set(self) -> bool:
         return self.path.exists()
 
-    def set(self, new: str) -> None:
+    def set(self, new: str) -> str:
+        """Keep `new`'s slow hash; returns it."""
         if len(new) < MIN_LENGTH:
             raise ValueError(f"a passphrase needs at least {MIN_LENGTH} characters")
-        write_private(self.path, slow_hash.encode(new) + "\n")
+        stored = slow_hash.encode(new)
+        write_private(self.path, stored + "\n")
+        return stored
 
     def verify(self, candidate: str) -> bool:
         """Whether `candidate` is the passphrase as the file holds it now; False when none is."""
@@ -60,6 +63,12 @@ class Pinned:
 
     def is_set(self) -> bool:
         return self._stored is not None
+
+    def set(self, new: str) -> None:
+        """Set the passphrase from the console's own process (its TUI, at the operator's
+        keyboard): written for the next starts, and in force for this one at once. Only here:
+        a file written by anyone else counts from the next start."""
+        self._stored = OperatorPassphrase(self._path).set(new)
 
     def verify(self, candidate: str) -> bool:
         return self._stored is not None and _matches(self._stored, candidate, self._path)

@@ -33,44 +33,57 @@ def set_passphrase(home: Path, passphrase: str = PASSPHRASE) -> str:
     return passphrase
 
 
+class PassphraseTerminal:
+    """A pseudo-terminal a command takes as its controlling terminal (`preexec`), on which the
+    passphrase is typed at each prompt; `close` once the command has ended."""
+
+    def __init__(self, passphrase: str = PASSPHRASE):
+        self.controller, self._terminal = pty.openpty()
+        self._name = os.ttyname(self._terminal)
+        self.seen: list[str] = []
+        self._typer = threading.Thread(
+            target=_type_at_prompts, args=(self.controller, passphrase, self.seen), daemon=True
+        )
+        self._typer.start()
+
+    def preexec(self) -> None:  # in the child: a session whose terminal is the pty
+        os.setsid()
+        os.close(os.open(self._name, os.O_RDWR))
+
+    def close(self) -> None:
+        # Held open until now, so that the terminal lives as long as the command; closed, its
+        # reader sees the end.
+        os.close(self._terminal)
+        self._typer.join(timeout=10)
+        os.close(self.controller)
+
+
 def run_typing(
     args: Sequence[str],
     passphrase: str = PASSPHRASE,
     *,
     env: Mapping[str, str] | None = None,
     timeout: float = 60,
+    program: Sequence[str] = CLI,
 ) -> subprocess.CompletedProcess[str]:
-    """`svc-console *args` on a terminal of its own, the passphrase typed at each prompt; the
-    terminal's output is in `.terminal`, stdout and stderr as usual."""
-    controller, terminal = pty.openpty()
-    name = os.ttyname(terminal)
-
-    def with_a_terminal() -> None:  # in the child: a session whose terminal is the pty
-        os.setsid()
-        os.close(os.open(name, os.O_RDWR))
-
-    process = subprocess.Popen(
-        [*CLI, *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(env) if env is not None else None,
-        preexec_fn=with_a_terminal,
-    )
-    seen: list[str] = []
-    typer = threading.Thread(target=_type_at_prompts, args=(controller, passphrase, seen))
-    typer.start()
+    """`svc-console *args` (or `program *args`) on a terminal of its own, the passphrase typed at
+    each prompt; the terminal's output is in `.terminal`, stdout and stderr as usual."""
+    terminal = PassphraseTerminal(passphrase)
     try:
+        process = subprocess.Popen(
+            [*program, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(env) if env is not None else None,
+            preexec_fn=terminal.preexec,
+        )
         out, err = process.communicate(timeout=timeout)
     finally:
-        # Held open until now, so that the terminal lives as long as the command; closed, its
-        # reader sees the end.
-        os.close(terminal)
-        typer.join(timeout=10)
-        os.close(controller)
+        terminal.close()
     result = subprocess.CompletedProcess(process.args, process.returncode, out, err)
-    result.terminal = "".join(seen)  # type: ignore[attr-defined]
+    result.terminal = "".join(terminal.seen)  # type: ignore[attr-defined]
     return result
 
 
@@ -151,8 +164,11 @@ class KnowingThePassphrase:
 
 @contextlib.asynccontextmanager
 async def operator_knowing(runtime: Any) -> AsyncIterator[KnowingThePassphrase]:
-    """`helpers.operator(runtime)`, by an operator who knows the passphrase."""
+    """`helpers.operator(runtime)`, by an operator who knows the passphrase: where none was set
+    before the console started, one is set in its own process, as its TUI sets one."""
     from helpers import operator
 
+    if not runtime.passphrase.is_set():
+        runtime.passphrase.set(PASSPHRASE)
     async with operator(runtime) as line:
         yield KnowingThePassphrase(line)

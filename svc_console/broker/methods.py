@@ -377,6 +377,13 @@ class Methods:
         decider = await self._decider(caller, None, given, passphrase=False)
         return self.broker.grants.revoke(revoke.grant_id, decider).__dict__
 
+    async def check(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """Whether credentials would let the caller act, checked as every act checks them (the
+        wait after wrong ones included): an attached console's sign-in or unlock asks here."""
+        given = Credentials.model_validate(params)
+        decider = await self.proof.decider(caller.peer, None, given)
+        return {"operator": decider.operator}
+
     async def _decider(
         self,
         caller: Caller,
@@ -424,6 +431,7 @@ TABLE: dict[str, Entry] = {
     "agents.resume": Entry(Methods.resume_agent, OPERATOR),
     "grants.list": Entry(Methods.list_grants, OPERATOR),
     "grants.revoke": Entry(Methods.revoke_grant, OPERATOR),
+    "operators.check": Entry(Methods.check, OPERATOR),
 }
 
 

@@ -31,15 +31,12 @@ from svc_console.broker.backoff import Backoff
 from svc_console.broker.deciders import Decider, Peer
 from svc_console.broker.params import Credentials
 
-SET_ONE = (
-    "set the operator passphrase with `svc-console operators passwd` (or add operator accounts"
-    " with `svc-console operators add NAME`), then restart the console, which reads credentials"
-    " when it starts"
-)
 NO_CREDENTIAL = (
-    "agents running as your own user are accepted here, and they can use the operator socket"
-    " as well as you can: a decision outside the console's own terminal needs an operator"
-    f" credential, and none is set. To decide from here, {SET_ONE}"
+    "agents running as your own user are accepted, and they can use the operator socket as well"
+    " as you can: decisions from outside the console's own terminal need an operator"
+    " credential, and none is set. Set the operator passphrase with `svc-console operators"
+    " passwd` (or add operator accounts with `svc-console operators add NAME`), then restart"
+    " the console"
 )
 
 

@@ -3,7 +3,11 @@
 An agent running as the operator's own user can read every file the operator can, the ledger
 and this one included, so what is kept is only a slow hash (`slow_hash`). Once set, every
 decision outside the open TUI needs the passphrase, typed on a terminal, until operator accounts
-exist (`operator_accounts`): then an account's token does instead.
+exist (`operator_accounts`): then an account's token does instead. Where agents of the
+operator's own user are accepted, decisions outside the TUI need one of the two, and are refused
+while neither is set (`broker.operator_proof`). Such an agent can still guess it offline against
+its hash, at the slow hash's pace, or set one itself while none is set, which a running console
+ignores until its next start.
 """
 
 from __future__ import annotations
@@ -55,6 +59,17 @@ class OperatorPassphrase:
     def clear(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
+
+    # The TUI offers to set one once, at the first start that needs it: whether it has.
+    @property
+    def _offered(self) -> Path:
+        return self.path.with_name(self.path.name + ".offered")
+
+    def offered(self) -> bool:
+        return self._offered.exists()
+
+    def mark_offered(self) -> None:
+        write_private(self._offered, "the TUI offered to set the operator passphrase\n")
 
 
 class Pinned:

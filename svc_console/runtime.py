@@ -178,8 +178,12 @@ class Runtime:
         accounts = OperatorAccounts(self.paths.operator_accounts)
         if self.operators is None:
             self.operators = accounts.pin()
-        # Under the two-person rule, a first approval by an operator removed since counts no more.
+        # Under the two-person rule, a first approval by an operator removed since counts no more,
+        # and two accounts one of whose approvers created the other count as one person.
         self.broker.decisions.removed_operator = accounts.removed
+        creators = getattr(self.operators, "creators", None)
+        if creators is not None:
+            self.broker.decisions.creators = creators
         registry = AgentRegistry(self.paths.agent_registry)
         # Under the two-person rule, the operator who registered the asking agent may not approve.
         self.broker.decisions.registrant = registry.registrant

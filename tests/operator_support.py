@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +172,19 @@ async def operator_knowing(runtime: Any) -> AsyncIterator[KnowingThePassphrase]:
         runtime.passphrase.set(PASSPHRASE)
     async with operator(runtime) as line:
         yield KnowingThePassphrase(line)
+
+
+def once_past_the_wait(
+    command: Callable[[], subprocess.CompletedProcess[str]], timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """`command` (an operator's, right after a wrong credential against a console in another
+    process, whose clock the test cannot move) run until the console checks it: a try refused
+    for the wait is not checked, so trying again changes nothing but the answer once it ends."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        done = command()
+        if "try again in" not in done.stderr or time.monotonic() > deadline:
+            return done
+        time.sleep(0.1)

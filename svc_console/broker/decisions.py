@@ -58,6 +58,9 @@ class Decisions:
         # Whether an operator's account was removed (the runtime sets it from the accounts): a
         # first approval by a removed operator no longer counts.
         self.removed_operator: Callable[[str], bool] = lambda name: False
+        # Who created an operator's account (the runtime sets it from the accounts): under the
+        # two-person rule, accounts one of the two created never count as two people.
+        self.creators: Callable[[str], frozenset[str]] = lambda name: frozenset()
         # The TUI's operator: settings.toml [operator] name, else the console owner's login.
         self.console_operator: str | None = None
         # Refused decisions, in the audit chain by bursts (a guessing loop cannot fill it).
@@ -219,6 +222,7 @@ class Decisions:
                 registrant=self.registrant,
                 removed=self.removed_operator,
                 refuse=lambda reason: self.refuse(request.id, reason, decider),
+                creators=self.creators,
             )
             if pair is None:
                 log.info("%s approved by %s; needs a second operator", request.id, decider.by)

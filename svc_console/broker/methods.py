@@ -41,6 +41,7 @@ from svc_console.broker.deciders import (
 from svc_console.broker.follow import Subscription, threshold_text
 from svc_console.broker.funding import Funding
 from svc_console.broker.limits import Limits
+from svc_console.broker.operator_additions import AddParams, OperatorAdditions
 from svc_console.broker.operator_proof import OperatorProof, Operators, Passphrase
 from svc_console.broker.params import (
     AgentParams,
@@ -377,6 +378,19 @@ class Methods:
         decider = await self._decider(caller, None, given, passphrase=False)
         return self.broker.grants.revoke(revoke.grant_id, decider).__dict__
 
+    async def add_operator(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """An operator account added, or under a two-person rule proposed, by an operator who
+        proved it (`operator_additions`); the new token in the answer, shown once."""
+        asked = AddParams.model_validate(params)
+        if self.operators is None or not self.operators.any():
+            raise errors.OperatorRequired(
+                "the first operator account is added with svc-console operators add NAME, the"
+                " passphrase typed; nothing changed"
+            )
+        decider = await self._decider(caller, None, asked)
+        live = self.operators.live  # type: ignore[attr-defined]
+        return OperatorAdditions(self.broker, live, self.broker.clock).add(asked.name, decider)
+
     async def check(self, caller: Caller, params: dict[str, Any]) -> Any:
         """Whether credentials would let the caller act, checked as every act checks them (the
         wait after wrong ones included): an attached console's sign-in or unlock asks here."""
@@ -432,6 +446,7 @@ TABLE: dict[str, Entry] = {
     "grants.list": Entry(Methods.list_grants, OPERATOR),
     "grants.revoke": Entry(Methods.revoke_grant, OPERATOR),
     "operators.check": Entry(Methods.check, OPERATOR),
+    "operators.add": Entry(Methods.add_operator, OPERATOR),
 }
 
 

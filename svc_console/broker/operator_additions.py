@@ -49,6 +49,13 @@ class OperatorAdditions:
             return {"name": name, "state": "added", "by": [who], "token": token}
         proposer = self._proposer(name)
         if proposer is None:
+            others = [a.name for a in self.accounts.accounts() if a.active and a.name != who]
+            if not others:
+                raise errors.SecondOperatorRequired(
+                    f"a policy holds a two-person rule and {who} is this console's only"
+                    " operator: no second one can approve adding another. Add a team's"
+                    " operators before the rule comes into force; nothing changed"
+                )
             self._record(PROPOSED, {"name": name, "by": who}, decider)
             return {"name": name, "state": "proposed", "by": [who], "token": None}
         if proposer == who:

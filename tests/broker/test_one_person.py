@@ -196,6 +196,18 @@ async def test_a_proposal_lapses_after_a_day(console, clock):
     assert late["state"] == "proposed" and late["by"] == ["bob"]  # a new proposal, bob's
 
 
+async def test_a_lone_operator_under_the_rule_is_told_no_second_one_exists(console):
+    runtime, tokens = await console(ABOVE, {"alice": None})
+    async with operator(runtime) as line:
+        with pytest.raises(AgentError) as alone:
+            await line.call(
+                "operators.add", {"name": "alice2", "operator": "alice", "token": tokens["alice"]}
+            )
+    assert alone.value.reason == "second_operator_required"
+    assert "only operator" in alone.value.message
+    assert events(runtime, "operator_proposed") == []
+
+
 async def test_adding_needs_a_proven_operator(console):
     runtime, _ = await console(ABOVE, {"alice": None})
     async with operator(runtime) as line:

@@ -192,8 +192,12 @@ class Runtime:
         accounts = OperatorAccounts(self.paths.operator_accounts)
         if self.operators is None:
             self.operators = accounts.pin()
-        # Under the two-person rule, a first approval by an operator removed since counts no more.
+        # Under the two-person rule, a first approval by an operator removed since counts no more,
+        # and two accounts one of whose approvers created the other count as one person.
         self.broker.decisions.removed_operator = accounts.removed
+        creators = getattr(self.operators, "creators", None)
+        if creators is not None:
+            self.broker.decisions.creators = creators
         registry = AgentRegistry(self.paths.agent_registry)
         # Under the two-person rule, the operator who registered the asking agent may not approve.
         self.broker.decisions.registrant = registry.registrant
@@ -407,6 +411,7 @@ class Runtime:
                 await socket.stop()
         self.socket = self.operator_socket = None
         if self.broker is not None:
+            self.broker.decisions.refusals.flush(everything=True)  # the bursts' counts
             await self.broker.stop()
             self.broker = None
         if self.market is not None:

@@ -17,6 +17,7 @@ from typing import Any
 from svc_console.broker import errors, two_person
 from svc_console.broker.deciders import Decider, refuse_own_request
 from svc_console.broker.params import ApproveParams, DenyParams
+from svc_console.broker.refusal_log import RefusalAudit
 from svc_console.core.mandate import Mandate, MandateDecider, mandate_for
 from svc_console.core.models import (
     Decision,
@@ -89,8 +90,13 @@ class Decisions:
         # Whether an operator's account was removed (the runtime sets it from the accounts): a
         # first approval by a removed operator no longer counts.
         self.removed_operator: Callable[[str], bool] = lambda name: False
+        # Who created an operator's account (the runtime sets it from the accounts): under the
+        # two-person rule, accounts one of the two created never count as two people.
+        self.creators: Callable[[str], frozenset[str]] = lambda name: frozenset()
         # The TUI's operator: settings.toml [operator] name, else the console owner's login.
         self.console_operator: str | None = None
+        # Refused decisions, in the audit chain by bursts (a guessing loop cannot fill it).
+        self.refusals = RefusalAudit(ledger, clock)
 
     # -- waiting for the operator -------------------------------------------------------------
 
@@ -191,9 +197,10 @@ class Decisions:
         return threshold is not None and total > threshold
 
     def refuse(self, request_id: str | None, reason: str, decider: Decider) -> None:
-        """Keep a refused decision in the audit chain, with who tried it."""
-        self.ledger.record_refusal(request_id, reason, decider.evidence(), at=self.clock())
-        log.warning("a decision on %s was refused: %s", request_id, reason)
+        """Keep a refused decision in the audit chain, with who tried it: at once, or counted
+        in its burst (`RefusalAudit`)."""
+        peer = (decider.channel, decider.uid)
+        self.refusals.refused(peer, request_id, reason, decider.evidence())
 
     def operator_approvals(self, request: SpendRequest) -> list[str]:
         """Who approved a pending request so far under the two-person rule (empty when it does
@@ -261,6 +268,7 @@ class Decisions:
                 registrant=self.registrant,
                 removed=self.removed_operator,
                 refuse=lambda reason: self.refuse(request.id, reason, decider),
+                creators=self.creators,
             )
             if pair is None:
                 log.info("%s approved by %s; needs a second operator", request.id, decider.by)

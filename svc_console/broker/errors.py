@@ -97,3 +97,17 @@ class SecondOperatorRequired(NotAuthorised):
     already approved, the one who registered the asking agent, or no named operator at all."""
 
     code, reason = -32012, "second_operator_required"
+
+
+class CredentialRequired(NotAuthorised):
+    """A decision over the operator socket where agents of the owner's own user are accepted and
+    no operator credential (passphrase, account) is set: refused, saying how to set one."""
+
+    code, reason = -32013, "credential_required"
+
+
+class TooManyTries(NotAuthorised):
+    """A credential tried while its peer waits after wrong ones (`backoff`): refused unchecked;
+    `data.retry_in_s` says when the next try is checked."""
+
+    code, reason = -32014, "too_many_tries"

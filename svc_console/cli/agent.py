@@ -89,9 +89,9 @@ def _past_intake(agent: Any, request_id: str) -> dict[str, Any]:
     request = agent.get(request_id)
     while request["state"] in _INTAKE and time.monotonic() < deadline:
         left = max(0.1, deadline - time.monotonic())
-        request = agent.call(
-            "spend.wait", {"request_id": request_id, "timeout_s": left, "until": "change"}
-        )
+        # `seen`: a change between the read and the wait is answered at once, not missed.
+        said = {"request_id": request_id, "timeout_s": left, "until": "change"}
+        request = agent.call("spend.wait", {**said, "seen": request["state"]})
     return request
 
 

@@ -208,20 +208,22 @@ def mandate_until(mandate: Any) -> str:
 def as_operator(
     agent: Any, args: argparse.Namespace, params: dict[str, Any], *, passphrase: bool = True
 ) -> dict[str, Any]:
-    """Who decides: with operator accounts, `--operator NAME` and its token (the console checks
-    them); else, with an operator passphrase set (and asked for by the method: `passphrase`),
-    the passphrase typed on the terminal: an agent running as this user can read every file,
-    but not what the operator knows."""
+    """Who acts: with operator accounts, `--operator NAME` and its token (the console checks
+    them); else, with an operator passphrase set, the passphrase typed on the terminal, for a
+    decision (`passphrase`) or, where agents of this user are accepted, for any act: such an
+    agent can read every file, but not what the operator knows. With neither set there, the
+    console refuses and says how to set one."""
     given = credentials(args)
     if given is not None:
         return {**params, "operator": given[0], "token": given[1]}
-    if agent.hello_info.get("operators_required"):
+    said = agent.hello_info
+    if said.get("operators_required"):
         raise CommandError(
             "this console's decisions need an operator account: --operator NAME, with its token"
             " in SVC_OPERATOR_TOKEN or --token-file FILE; nothing was decided",
             EXIT_USAGE,
         )
-    if passphrase and agent.hello_info.get("passphrase_required"):
+    if said.get("passphrase_required") and (passphrase or said.get("credential_required")):
         from svc_console.cli.tty import read_secret
 
         params = {**params, "passphrase": read_secret("operator passphrase: ")}

@@ -40,12 +40,19 @@ class Account:
     name: str
     token_hash: str = field(repr=False)
     created_at: float
-    added_by: str | None = None
+    added_by: str | None = None  # the operator who added it; None: the first, by the owner
+    # Under a two-person rule, the second operator who approved adding it.
+    seconded_by: str | None = None
     removed_at: float | None = None
 
     @property
     def active(self) -> bool:
         return self.removed_at is None
+
+    @property
+    def creators(self) -> frozenset[str]:
+        """Who created this account: who added it, and who seconded that."""
+        return frozenset(name for name in (self.added_by, self.seconded_by) if name is not None)
 
 
 class OperatorAccounts:
@@ -99,9 +106,9 @@ class OperatorAccounts:
 
     # -- changing -------------------------------------------------------------------------------
 
-    def add(self, name: str, added_by: str | None = None) -> str:
+    def add(self, name: str, added_by: str | None = None, seconded_by: str | None = None) -> str:
         """Add `name` (again, if it was removed) and return its token, the only time it is
-        ever shown."""
+        ever shown. `added_by` and `seconded_by` are kept: who created it (`creators`)."""
         if not AGENT_NAME.match(name):
             raise AccountsError(f"operator name {name[:64]!r} {AGENT_NAME_RULE}")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
@@ -110,7 +117,9 @@ class OperatorAccounts:
             existing = accounts.get(name)
             if existing is not None and existing.active:
                 raise AccountsError(f"operator {name} already has an account")
-            accounts[name] = Account(name, hashed, time.time(), added_by=added_by)
+            accounts[name] = Account(
+                name, hashed, time.time(), added_by=added_by, seconded_by=seconded_by
+            )
         return token
 
     def remove(self, name: str) -> Account:
@@ -138,6 +147,17 @@ class PinnedAccounts:
 
     def names(self) -> list[str]:
         return sorted(self._pinned)
+
+    @property
+    def live(self) -> OperatorAccounts:
+        """The file itself, for adding an account (it counts from the next start)."""
+        return self._live
+
+    def creators(self, name: str) -> frozenset[str]:
+        """Who created the account `name` as the console pinned it; nobody for a name that is
+        no pinned account (the TUI's own operator without accounts)."""
+        pinned = self._pinned.get(name)
+        return pinned.creators if pinned is not None else frozenset()
 
     def authenticate(self, name: str, token: str) -> Account | None:
         pinned = self._pinned.get(name)

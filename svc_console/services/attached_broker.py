@@ -96,6 +96,10 @@ class AttachedBroker:
         # With operator accounts: (name, token), given once at start (`tui/attached/sign_in`).
         self.operator: tuple[str, str] | None = None
         self.operators_required = False
+        # Where agents of the owner's user are accepted and no credential is set: why nothing
+        # can be decided here, and how to set one (the broker's words).
+        self.no_credential: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._client: AsyncAgent | None = None
         self._threshold: Decimal | None = None
         self._listeners: list[Listener] = []
@@ -123,9 +127,11 @@ class AttachedBroker:
         self._client = client
         self.market = Service(hello.get("service") or {})
         following = await client.call("approvals.follow", {})
+        self._loop = asyncio.get_running_loop()
         self._threshold = _decimal(following.get("confirm_above_usdc"))
         self.passphrase_required = bool(following.get("passphrase_required"))
         self.operators_required = bool(following.get("operators_required"))
+        self.no_credential = following.get("no_credential")
 
     async def detach(self) -> None:
         """Stop following; the broker and its sockets go on."""
@@ -264,6 +270,21 @@ class AttachedBroker:
             return await self._client.call(method, params)
         except AgentError as exc:
             raise as_broker_error(exc) from None
+
+    def check_from_thread(self, credentials: dict[str, str]) -> tuple[str | None, str | None]:
+        """Ask the broker whether `credentials` would let this console act, from a worker
+        thread (a slow hash, and a wait after wrong ones, are the broker's): the operator they
+        prove (None for a passphrase) and None, or None and the broker's refusal."""
+        if self._client is None or self._loop is None:
+            return None, "not attached to the broker; nothing was checked"
+        asked = self._client.call("operators.check", credentials)
+        try:
+            said = asyncio.run_coroutine_threadsafe(asked, self._loop).result()
+        except AgentError as exc:
+            return None, exc.message
+        except Exception as exc:  # the connection lost meanwhile: nothing was let in
+            return None, f"the broker could not check it ({exc}); try again"
+        return said.get("operator"), None
 
     async def approve(self, params: ApproveParams, _decider: object = None) -> SpendRequest:
         said = params.model_dump(mode="json", exclude_none=True, exclude={"passphrase"})

@@ -309,7 +309,8 @@ def test_what_is_not_a_ledger_is_an_audit_error(tmp_path: Path):
 async def test_a_ledger_the_broker_wrote_verifies(runtime):
     """Every kind of event the broker writes (submit, inspect, pending, a decision, execution,
     success) hashes as the verifier recomputes it."""
-    from helpers import eventually, operator
+    from helpers import eventually
+    from operator_support import operator_knowing
 
     async with AsyncAgent("bot", runtime.paths.socket) as agent:
         ticket = await agent.submit(
@@ -317,7 +318,7 @@ async def test_a_ledger_the_broker_wrote_verifies(runtime):
         )
         request_id = ticket["request_id"]
         await eventually(lambda: runtime.broker.get(request_id).state == State.pending)
-        async with operator(runtime) as line:
+        async with operator_knowing(runtime) as line:  # agents of this user: it is needed
             await line.call("approvals.approve", {"request_id": request_id})
         done = await agent.wait_for_outcome(request_id, 10)
     assert done["state"] == "succeeded"

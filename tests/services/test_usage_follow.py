@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from helpers import eventually, operator, submit
+from helpers import eventually, submit
+from operator_support import operator_knowing
 
 from svc_console.core.states import State
 from svc_console.services.usage_follow import UsageFollower
@@ -22,7 +23,7 @@ async def test_a_charge_reaches_the_usage_history_without_a_manual_sync(runtime)
     ticket = await submit(runtime)
     request_id = ticket["request_id"]
     await eventually(lambda: runtime.broker.get(request_id).state == State.pending)
-    async with operator(runtime) as console:
+    async with operator_knowing(runtime) as console:  # agents of this user: it is needed
         await console.call("approvals.approve", {"request_id": request_id})
     await eventually(lambda: runtime.broker.get(request_id).state == State.succeeded)
     await eventually(lambda: usage_rows(runtime) == before + 1, timeout=20)
@@ -37,7 +38,7 @@ async def test_a_charge_the_service_bills_above_the_approval_is_flagged(runtime,
     ticket = await submit(runtime)
     request_id = ticket["request_id"]
     await eventually(lambda: runtime.broker.get(request_id).state == State.pending)
-    async with operator(runtime) as console:
+    async with operator_knowing(runtime) as console:
         await console.call("approvals.approve", {"request_id": request_id})
     await eventually(lambda: runtime.broker.get(request_id).state == State.succeeded)
 

@@ -611,7 +611,7 @@ async def test_hostile_upstream_answers_and_errors_are_inert_in_the_history(
         assert_screen_inert(app, title, "the whole history")
         for selector in ("#detail", f"#{HISTORY_LIST.name}"):
             await pilot.click(selector)
-            await pilot.pause(0.05)
+            await pilot.pause()
         assert_screen_inert(app, title, "clicked")
 
 

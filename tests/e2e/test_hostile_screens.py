@@ -114,7 +114,7 @@ def assert_shown_as_text(shown: str, text: str, reach: int, where: str) -> None:
             assert token in flat, (where, token)
 
 
-async def soon(predicate: Any, timeout: float = 10.0) -> None:
+async def soon(predicate: Any, timeout: float = 30.0) -> None:
     """`until` for a change the app makes in a few milliseconds (the next row's detail): polled
     often, so walking hundreds of rows takes what the app needs, not the poll's step."""
     deadline = time.monotonic() + timeout

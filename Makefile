@@ -23,8 +23,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	@$(BIN)/svc-console demo
 
+# The suite on one worker a core (pytest-xdist; WORKERS=n to choose), TESTS=path for a part of
+# it. --dist worksteal: the tests' lengths differ by a thousandfold (a crash or load run takes
+# minutes, most take a tenth of a second), so a fixed share per worker ends with one still busy;
+# a worker whose queue runs out takes half of the other's instead.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(or $(WORKERS),auto) --dist worksteal $(TESTS)
 
 # The broker, policy and ledger tests under `python -O`, which drops every assert of the package:
 # no check that input can fail may be one (the tests' own asserts are pytest's, kept).

@@ -232,12 +232,11 @@ async def _cli(runtime: Runtime, *args: str) -> subprocess.CompletedProcess[str]
     return await operator_cli(runtime.paths.home, *args)
 
 
+@pytest.mark.engines("sqlite")  # the CLI reads the sandbox's ledger from its file
 async def test_explain_names_the_brake_and_its_count_and_simulate_replays_the_brakes(
     start, tmp_path
 ):
     runtime = await start(AUTO)
-    if runtime.ledger.url is not None:
-        pytest.skip("the CLI reads the sandbox's ledger from its file: it is never on PostgreSQL")
     for _ in range(3):
         assert (await settled(runtime, "loop-bot", {"query": "same"})).state == State.succeeded
     for n in range(2):

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import sqlite_utils
-from postgres import ENGINES, url_for
+from postgres import url_for
 
 from svc_console.core.models import Decision, EndpointRecord, Evidence, SpendRequest
 from svc_console.core.states import State
@@ -307,11 +307,11 @@ def test_wire_times_and_amounts():
 # -- queries over a seeded history ------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=ENGINES)
+@pytest.fixture(scope="module")
 def seeded(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, engine: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[sqlite3.Connection]:
-    url = url_for(request, request.param)
+    url = url_for(request, engine)
     path = tmp_path_factory.mktemp("usage") / "ledger.db"
     seed_usage(path, SEEDED, days=60, url=url)
     conn = open_reader(path, url)
@@ -471,6 +471,7 @@ def plan(conn: sqlite3.Connection, sql: str, params: list[object]) -> list[str]:
     return [r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
 
 
+@pytest.mark.engines("sqlite")  # PostgreSQL's plans: test_postgres_pages_usage_through_indexes
 @pytest.mark.parametrize(
     "f",
     [
@@ -487,8 +488,6 @@ def plan(conn: sqlite3.Connection, sql: str, params: list[object]) -> list[str]:
     ids=lambda f: ",".join(f"{k}" for k, v in vars(f).items() if v is not None) or "none",
 )
 def test_query_plans_use_indexes(seeded: sqlite3.Connection, f: UsageFilter):
-    if not isinstance(seeded, sqlite3.Connection):
-        pytest.skip("SQLite's plans; PostgreSQL's: test_postgres_pages_usage_through_indexes")
     sql, params = U.where(f)
     window = f"SELECT {U._SELECT} FROM usage WHERE {sql} {U._NEWEST} LIMIT 60 OFFSET 100"
     keyset = (
@@ -551,6 +550,7 @@ def _postgres_nodes(conn: Any, sql: str, params: list[object]) -> list[dict[str,
     return nodes
 
 
+@pytest.mark.engines("postgresql")
 @pytest.mark.parametrize(
     "f",
     [
@@ -566,8 +566,6 @@ def _postgres_nodes(conn: Any, sql: str, params: list[object]) -> list[dict[str,
 def test_postgres_pages_usage_through_indexes(seeded: Any, f: UsageFilter):
     """On PostgreSQL the usage pages (by offset and by key) are read in order from an index of
     the usage table: never a sort of every matching row."""
-    if isinstance(seeded, sqlite3.Connection):
-        pytest.skip("PostgreSQL's plans; SQLite's: test_query_plans_use_indexes")
     sql, params = U.where(f)
     for statement, args in (
         (f"SELECT {U._SELECT} FROM usage WHERE {sql} {U._NEWEST} LIMIT 60 OFFSET 100", params),

@@ -190,8 +190,8 @@ async def test_a_refused_notice_is_not_retried(start, receiver):
     assert len(receiver.received) == 1
 
 
-async def test_an_unreachable_receiver_is_retried_then_given_up(start, receiver):
-    dead = Webhook("http://127.0.0.1:9/hook", "json", SECRET)  # the discard port: refused
+async def test_an_unreachable_receiver_is_retried_then_given_up(start, receiver, refused_url):
+    dead = Webhook(f"{refused_url}/hook", "json", SECRET)
     runtime = await start(dead, hook(receiver))
     runtime.notifier.send(runtime.notifier.watch.policy_changed(_invalid("x"))[0])
     await eventually(lambda: runtime.notifier.failed == 1 and runtime.notifier.sent == 1)

@@ -429,7 +429,7 @@ async def test_untrusted_text_is_shown_inert(console: Callable[..., ConsoleApp],
         assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
         for target in ("#usage-providers", "#usage-agents", "#usage-detail", "#usage-table"):
             await pilot.click(target)
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert app.is_running and app.return_code is None
 
 

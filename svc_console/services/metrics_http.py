@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import choose_encoder
 
 from svc_console.services.metrics import ConsoleMetrics
 from svc_console.services.metrics_scrape import ScrapeTime
@@ -50,8 +50,11 @@ class MetricsServer:
         return f"http://{f'[{host}]' if ':' in host else host}:{port}/metrics"
 
     async def _scrape(self, request: web.Request) -> web.Response:
-        body = generate_latest(self.metrics.registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        """The text format Prometheus asks for (OpenMetrics when it says so), as
+        prometheus-client's own server answers."""
+        encode, content_type = choose_encoder(request.headers.get("Accept", ""))
+        body = encode(self.metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": content_type})
 
     async def _index(self, request: web.Request) -> web.Response:
         return web.Response(text="svc-console: Prometheus metrics at /metrics\n")

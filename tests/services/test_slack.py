@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from helpers import FakeClock, submit
 from slack_standin import APP_TOKEN, BOT_TOKEN, CHANNEL, Message, SlackStandIn
+from test_metrics import scrape, value
 
 from svc_console.broker.deciders import Decider
 from svc_console.broker.params import ApproveParams, DenyParams
@@ -40,8 +41,11 @@ async def console(make_runtime, standin) -> AsyncIterator[Callable[..., Any]]:
     to their Slack users; connected once it returns."""
     started: list[Runtime] = []
 
-    async def run(*, policy: str | None = None, clock: Any = None, **config: Any) -> Runtime:
+    async def run(
+        *, policy: str | None = None, clock: Any = None, metrics: bool = False, **config: Any
+    ) -> Runtime:
         runtime = make_runtime(clock=clock, **config)
+        runtime.metrics_at = ("127.0.0.1", 0) if metrics else None
         accounts = OperatorAccounts(runtime.paths.operator_accounts)
         for name, user in (("alice", ALICE), ("bob", BOB)):
             accounts.add(name)
@@ -261,14 +265,17 @@ async def test_the_console_reconnects_after_the_socket_drops(console, standin, a
     assert request.state in FINAL and request.decision.evidence.channel == "slack"
 
 
-async def test_a_post_that_failed_is_tried_again_and_counted(console, standin):
-    runtime = await console()
-    standin.fail_next["chat.postMessage"] = "ratelimited_elsewhere"
+async def test_a_post_that_failed_is_tried_again_and_counted_in_the_metrics(console, standin):
+    runtime = await console(metrics=True)
+    standin.fail_next["chat.postMessage"] = "internal_error"
     rid, message = await waiting(runtime, standin)
     assert standin.calls.count("chat.postMessage") == 2
-    assert runtime.slack.failures == 1
     await standin.press(ALICE, message, APPROVE)
     assert (await settled(runtime, rid)).state == State.succeeded
+    samples = await scrape(runtime)
+    assert value(samples, "svc_console_slack_failures_total") == 1
+    decided = {"outcome": "approved", "channel": "slack"}
+    assert value(samples, "svc_console_decisions_total", **decided) == 1
 
 
 async def test_a_restart_updates_the_messages_already_posted(console, standin):

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from svc_console.config.notify_settings import NotifySettings
     from svc_console.config.paths import Paths
     from svc_console.config.service import ServiceConfig
+    from svc_console.config.slack_settings import SlackSettings
     from svc_console.ledger import Ledger
     from svc_console.ledger.usage_write import SyncResult
     from svc_console.market.account import AccountClient
@@ -37,7 +38,9 @@ if TYPE_CHECKING:
     from svc_console.market.mcp import McpClient
     from svc_console.market.signer import Signer
     from svc_console.services.catalogue_sync import Progress, SyncReport
+    from svc_console.services.metrics_http import MetricsServer
     from svc_console.services.notify import Notifier
+    from svc_console.services.slack_app import SlackApprovals
     from svc_console.services.usage_follow import UsageFollower
 
 log = logging.getLogger(__name__)
@@ -100,6 +103,14 @@ class Runtime:
     notify: NotifySettings | None = None
     notify_options: dict[str, Any] = field(default_factory=dict)
     notifier: Notifier | None = None
+    # settings.toml [slack] when None (approvals from Slack; none without the table);
+    # `slack_options` go to SlackApprovals (tests shorten its pauses).
+    slack_settings: SlackSettings | None = None
+    slack_options: dict[str, Any] = field(default_factory=dict)
+    slack: SlackApprovals | None = None
+    # `serve --metrics HOST:PORT`: Prometheus metrics there (off when None).
+    metrics_at: tuple[str, int] | None = None
+    metrics: MetricsServer | None = None
     usage: UsageFollower | None = None  # the background usage sync
     _policy_watch: asyncio.Task[None] | None = None
     _owns_sandbox: bool = False
@@ -139,7 +150,9 @@ class Runtime:
                 log.warning("request %s was in flight at the last stop: now unknown", request.id)
             await self._start_notices()
             self._follow_usage()
+            await self._start_metrics()
             await self._open_sockets()
+            await self._start_slack()
         except BaseException:
             await self.stop()
             raise
@@ -164,6 +177,32 @@ class Runtime:
 
         self.notifier = Notifier(self.notify, clock=self.broker.clock, **self.notify_options)
         await self.notifier.start(self.broker, self.policy)
+
+    async def _start_metrics(self) -> None:
+        """Prometheus metrics at `metrics_at`, counted from here on (services/metrics*.py)."""
+        if self.metrics_at is None:
+            return
+        from svc_console.services.metrics_http import MetricsServer
+
+        self.metrics = MetricsServer(self)
+        await self.metrics.start(*self.metrics_at)
+
+    async def _start_slack(self) -> None:
+        """Approvals from Slack, when settings.toml has `[slack]` (services/slack_app.py); after
+        the sockets, whose start pins the operator accounts Slack users are linked to."""
+        if self.slack_settings is None:
+            self.slack_settings = self._read_slack_settings()
+        if self.slack_settings is None:
+            return
+        from svc_console.services.slack_app import SlackApprovals
+
+        self.slack = SlackApprovals(
+            self.slack_settings,
+            self.operators,
+            messages_file=self.ledger_path.with_suffix(".slack.json"),
+            **self.slack_options,
+        )
+        await self.slack.start(self.broker)
 
     def _follow_usage(self) -> None:
         """Keep the usage history synced in the background (services/usage_follow.py)."""
@@ -248,6 +287,17 @@ class Runtime:
         except SettingsError as exc:
             log.warning("notices not sent: %s", exc)
             return NotifySettings()
+
+    def _read_slack_settings(self) -> SlackSettings | None:
+        """settings.toml's `[slack]`; when it cannot be read, no Slack (the CLI refuses such a
+        file before it gets here)."""
+        from svc_console.config.slack_settings import slack_settings
+
+        try:
+            return slack_settings(self.paths.settings)
+        except SettingsError as exc:
+            log.warning("approvals from Slack not started: %s", exc)
+            return None
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -398,6 +448,10 @@ class Runtime:
     async def stop(self, *, leaving: bool = False) -> None:
         """Stop everything started; `leaving`: the process exits next, so the embedded sandbox is
         told to stop and not waited for."""
+        for service in (self.metrics, self.slack):
+            if service is not None:
+                await service.stop()
+        self.metrics = self.slack = None
         if self.notifier is not None:
             await self.notifier.stop()
             self.notifier = None

@@ -1,5 +1,5 @@
-"""`svc-console operators add / list / remove / passwd`: operator accounts, and the passphrase a
-console without accounts uses.
+"""`svc-console operators add / list / remove / link / passwd`: operator accounts (and the Slack
+user each may decide as), and the passphrase a console without accounts uses.
 
 Without accounts, a decision over the operator socket needs the passphrase (once one is set;
 always, where agents of the operator's own user are accepted). Once any account exists, it needs
@@ -40,6 +40,15 @@ def add_commands(commands: Any) -> None:
     remove.add_argument("name")
     identity_options(remove, "the operator removing it (an account's token)")
     remove.set_defaults(run=run_remove)
+    link = operators.add_parser(
+        "link", help="let a Slack user decide as this operator (settings.toml [slack])"
+    )
+    link.add_argument("name")
+    link.add_argument(
+        "--slack", required=True, metavar="USER_ID", help="the Slack user's member id (U012AB3CD)"
+    )
+    identity_options(link, "the operator linking it (an account's token)")
+    link.set_defaults(run=run_link)
     passwd = operators.add_parser(
         "passwd", help="set or change the operator passphrase (typed on the terminal)"
     )
@@ -238,6 +247,17 @@ def run_remove(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_link(args: argparse.Namespace) -> int:
+    user = args.slack.strip().upper()
+    proven_operator(args, f"linking operator {args.name} to Slack")
+    _changing(lambda accounts: accounts.link_slack(args.name, user))
+    print(
+        f"Slack user {user} now decides as operator {args.name} (a running console: from its"
+        " next start)"
+    )
+    return 0
+
+
 def run_list(args: argparse.Namespace) -> int:
     rows = [
         {
@@ -247,6 +267,7 @@ def run_list(args: argparse.Namespace) -> int:
             "seconded_by": account.seconded_by,
             "active": account.active,
             "removed_at": account.removed_at,
+            "slack_user": account.slack_user,
         }
         for account in _changing(lambda accounts: accounts.accounts())
     ]
@@ -264,7 +285,8 @@ def run_list(args: argparse.Namespace) -> int:
         makers = [name for name in (row["added_by"], row["seconded_by"]) if name]
         by = f" by {' and '.join(makers)}" if makers else ""
         state = "active" if row["active"] else "removed"
-        print(f"{row['name']:<24} {state:<8} added {since}{by}")
+        slack = f" · Slack {row['slack_user']}" if row["slack_user"] else ""
+        print(f"{row['name']:<24} {state:<8} added {since}{by}{slack}")
     return 0
 
 

@@ -19,8 +19,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import re
 import secrets
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -29,6 +31,9 @@ from svc_console.core.names import AGENT_NAME, AGENT_NAME_RULE
 from svc_console.core.private_files import read_private
 
 TOKEN_PREFIX = "svcop_"
+# Slack's user ids: U (or W, in an Enterprise Grid) and capitals or digits.
+SLACK_USER = re.compile(r"\A[UW][A-Z0-9]{2,20}\Z")
+SLACK_USER_RULE = "must be a Slack user id such as U012AB3CD (the profile's ⋮ menu: Copy member ID)"
 
 
 class AccountsError(Exception):
@@ -44,6 +49,7 @@ class Account:
     # Under a two-person rule, the second operator who approved adding it.
     seconded_by: str | None = None
     removed_at: float | None = None
+    slack_user: str | None = None  # the Slack user who decides as this operator ([slack])
 
     @property
     def active(self) -> bool:
@@ -91,6 +97,10 @@ class OperatorAccounts:
         """The accounts as they are now, for a console's whole run."""
         return PinnedAccounts(self, {a.name: a for a in self.accounts() if a.active})
 
+    def slack_operator(self, user: str) -> Account | None:
+        """The active account the Slack user `user` is linked to, if any."""
+        return _linked(self._read().values(), user)
+
     def _read(self) -> dict[str, Account]:
         try:
             data = json.loads(read_private(self.path))
@@ -130,6 +140,21 @@ class OperatorAccounts:
             if account is None or not account.active:
                 raise AccountsError(f"no operator account {name[:64]!r}")
             accounts[name] = replace(account, removed_at=time.time())
+        return accounts[name]
+
+    def link_slack(self, name: str, user: str) -> Account:
+        """Let the Slack user `user` (an id such as U012AB3CD) decide as operator `name`; one
+        Slack user decides as one operator only."""
+        if not SLACK_USER.match(user):
+            raise AccountsError(f"Slack user id {user[:64]!r} {SLACK_USER_RULE}")
+        with self._changing() as accounts:
+            account = accounts.get(name)
+            if account is None or not account.active:
+                raise AccountsError(f"no operator account {name[:64]!r}")
+            other = _linked((a for a in accounts.values() if a.name != name), user)
+            if other is not None:
+                raise AccountsError(f"Slack user {user} is already linked to operator {other.name}")
+            accounts[name] = replace(account, slack_user=user)
         return accounts[name]
 
     def _changing(self) -> contextlib.AbstractContextManager[dict[str, Account]]:
@@ -172,6 +197,25 @@ class PinnedAccounts:
             slow_hash.matches(_decoy(), token)
             return None
         return pinned if _matches(pinned, token, self._live.path) else None
+
+    def slack_operator(self, user: str) -> Account | None:
+        """The account the Slack user `user` decides as: linked when the console started, and
+        still active and linked alike in the file now (a removal or an unlinking counts at
+        once, a link made since from the next start)."""
+        pinned = _linked(self._pinned.values(), user)
+        if pinned is None:
+            return None
+        try:
+            now = self._live._read().get(pinned.name)
+        except AccountsError:
+            return None  # a file made unreadable since: fail closed
+        if now is None or not now.active or now.token_hash != pinned.token_hash:
+            return None
+        return pinned if now.slack_user == pinned.slack_user else None
+
+
+def _linked(accounts: Iterable[Account], user: str) -> Account | None:
+    return next((a for a in accounts if a.active and a.slack_user == user), None)
 
 
 def _matches(account: Account, token: str, path: Path) -> bool:

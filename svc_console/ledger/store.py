@@ -75,6 +75,8 @@ class Ledger(Transactions, RequestReads):
         # (the circuit breaker follows them).
         self.final_listeners: list[Callable[[list[tuple[str, State, float]]], None]] = []
         self._finals: list[tuple[str, State, float]] = []
+        # Told how long each commit took, in seconds (`serve --metrics`).
+        self.commit_listeners: list[Callable[[float], None]] = []
         self._group: group_commit.Group | None = None  # the shared transaction, while open
         self._notify: set[str] = set()  # requests the open transaction changed
         # Among the brokers of a shared PostgreSQL ledger (`shared`); None on SQLite, and for

@@ -9,12 +9,12 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from decimal import Decimal
 
 import pytest
-from helpers import eventually, operator
+from helpers import eventually
+from operator_support import PASSPHRASE, operator_knowing, run_typing
 
 from svc_console.agent import AgentError, AsyncAgent
 from svc_console.broker.errors import FactsChanged
@@ -132,7 +132,7 @@ async def test_several_decided_together_are_refused_together_when_one_changed(ru
 
 async def test_the_operator_socket_lists_digests_and_refuses_a_stale_one(runtime, sandbox):
     first, second = await twins(runtime)
-    async with operator(runtime) as line:
+    async with operator_knowing(runtime) as line:
         listed = {row["id"]: row for row in await line.call("approvals.list", {})}
         for request_id in (first, second):
             assert listed[request_id]["digest"] == facts_digest(runtime.broker.get(request_id))
@@ -170,16 +170,19 @@ async def test_the_operator_socket_lists_digests_and_refuses_a_stale_one(runtime
     ],
 )
 async def test_a_malformed_seen_is_invalid_params(runtime, method, params):
-    async with operator(runtime) as line:
+    async with operator_knowing(runtime) as line:
         with pytest.raises(AgentError) as refused:
             await line.call(method, params)
     assert refused.value.reason == "invalid_params"
 
 
 def cli(runtime: Runtime, *args: str) -> subprocess.CompletedProcess[str]:
+    """`svc-console approvals *args`, by an operator who types the passphrase (its agents run
+    as the operator's own user: a decision from outside the TUI needs it)."""
+    if not runtime.passphrase.is_set():
+        runtime.passphrase.set(PASSPHRASE)
     env = {**os.environ, "SVC_CONSOLE_HOME": str(runtime.paths.home)}
-    command = [sys.executable, "-m", "svc_console", "approvals", *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    return run_typing(["approvals", *args], env=env)
 
 
 async def test_the_cli_decides_only_what_was_listed_when_given_its_digest(runtime, sandbox):

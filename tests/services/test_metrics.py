@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import SEARCH, FakeClock, eventually, operator, submit
+from helpers import SEARCH, FakeClock, eventually, submit
+from operator_support import operator_knowing
 from prometheus_client.parser import text_string_to_metric_families
 
 from svc_console.agent import AsyncAgent
@@ -132,7 +133,7 @@ async def test_a_scrape_during_traffic_shows_every_figure_move(console):
     assert 0 < value(during, "svc_console_oldest_waiting_seconds") < 60
 
     await runtime.broker.approve(ApproveParams(request_id=asked[0]))  # in the TUI's process
-    async with operator(runtime) as cli:
+    async with operator_knowing(runtime) as cli:
         await cli.call("approvals.deny", {"request_id": asked[1], "reason": "not now"})
     assert (await final(runtime, asked[0])).state == State.succeeded
     await runtime.ledger.committed()

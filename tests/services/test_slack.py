@@ -178,11 +178,21 @@ async def test_a_slack_user_linked_to_no_operator_is_refused_and_the_refusal_kep
     assert standin.views == {}  # no modal for someone who may not decide
     request = runtime.broker.get(rid)
     assert request.state == State.pending and request.decision is None
+    # The first refusal of the burst is kept whole; the second in the burst's summary, written
+    # when the burst ends (here: now).
+    runtime.broker.decisions.refusals.flush(everything=True)
     refusals = [e for e in runtime.ledger.events(rid) if e["type"] == "decision_refused"]
-    assert len(refusals) == 2
-    data = json.loads(refusals[0]["data"])
-    assert data["evidence"]["channel"] == "slack" and data["evidence"]["slack_user"] == STRANGER
-    assert data["evidence"]["operator"] is None
+    summaries = [
+        json.loads(data)
+        for (data,) in runtime.ledger.db.execute(
+            "SELECT data FROM events WHERE type = 'decisions_refused'"
+        )
+    ]
+    assert len(refusals) == 1 and [summary["count"] for summary in summaries] == [1]
+    for data in (json.loads(refusals[0]["data"]), summaries[0]):
+        evidence = data["evidence"]
+        assert evidence["channel"] == "slack" and evidence["slack_user"] == STRANGER
+        assert evidence["operator"] is None
 
 
 async def test_a_decision_elsewhere_updates_the_message(console, standin):

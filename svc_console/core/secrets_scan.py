@@ -28,7 +28,10 @@ PATTERNS: dict[str, tuple[re.Pattern[str], str]] = {
         "looks like a bearer token",
     ),
     "email": (
-        re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}"),
+        # Starting only where a run of such characters starts: else each of the run's characters
+        # is tried as a start, and a long run without an @ costs its length squared (25 s for
+        # 100,000 letters: one agent's purpose would stall the broker).
+        re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}"),
         "contains an e-mail address (personal data)",
     ),
 }

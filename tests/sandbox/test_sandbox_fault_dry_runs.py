@@ -9,7 +9,8 @@ from decimal import Decimal
 
 import httpx
 import pytest
-from helpers import eventually, operator, submit
+from helpers import eventually, proxy_execute, submit
+from operator_support import operator_knowing
 from test_sandbox_faults import SEARCH_INPUTS, wallet
 
 from svc_console.core.states import State
@@ -21,8 +22,8 @@ __all__ = ["wallet"]  # a fixture, shared with the fault switch's tests
 
 
 async def pay(wallet: WalletClient, key: str):
-    return await wallet.execute(
-        "x402", WEBSEARCH_ID, SEARCH_INPUTS, ceiling_usdc=Decimal("0.01"), chain="base",
+    return await proxy_execute(
+        wallet, "x402", WEBSEARCH_ID, SEARCH_INPUTS, ceiling_usdc=Decimal("0.01"), chain="base",
         idempotency_key=key,
     )  # fmt: skip
 
@@ -90,7 +91,7 @@ async def test_a_fault_armed_before_the_request_fails_its_payment_not_its_intake
         lambda: (r := runtime.broker.get(request_id)).state == State.pending and r
     )
     assert pending.estimate is not None and fault(sandbox)["fired"] == 0
-    async with operator(runtime) as console:
+    async with operator_knowing(runtime) as console:
         await console.call("approvals.approve", {"request_id": request_id})
     failed = await eventually(
         lambda: (r := runtime.broker.get(request_id)).state == State.failed and r

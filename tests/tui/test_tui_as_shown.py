@@ -16,7 +16,9 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from helpers import FakeClock, eventually, operator
+from helpers import FakeClock, eventually
+from operator_support import PASSPHRASE, operator_knowing
+from test_tui_attached import unlock
 from textual import events
 from textual.pilot import Pilot
 from tui_support import (
@@ -139,7 +141,7 @@ async def submit_twin(app: ConsoleApp) -> str:
 
 async def decide_elsewhere(app: ConsoleApp, method: str, **params: Any) -> None:
     """Another operator's decision, over the operator socket (as the CLI or a web console)."""
-    async with operator(app.runtime) as line:
+    async with operator_knowing(app.runtime) as line:
         await line.call(method, params)
 
 
@@ -396,10 +398,13 @@ async def test_an_attached_console_binds_its_decision_over_the_operator_socket(r
     # Submitted in process, as an agent of no process tree of this test's.
     request = await broker.submit(SubmitParams(agent="twin-bot", kind="market_call", **SAME))
     await eventually(lambda: broker.get(request.id).state == State.pending, timeout=30)
+    # Agents of this user are accepted: decisions from an attached console need the passphrase.
+    runtime.passphrase.set(PASSPHRASE)
     hello = await asyncio.to_thread(running_broker, runtime.paths.operator_socket)
     assert hello is not None
     app = ConsoleApp(AttachedConsole(runtime.paths, hello), cursor_blink=False)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await unlock(pilot, PASSPHRASE)
         await rows(pilot, 1)
         await until(pilot, lambda: shown(app) is not None)
         you = Operator(pilot)

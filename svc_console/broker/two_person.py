@@ -20,6 +20,7 @@ from decimal import Decimal
 
 from svc_console.broker import errors
 from svc_console.broker.deciders import Decider
+from svc_console.core import names
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.states import State
@@ -51,15 +52,16 @@ def approvals(
         "SELECT data FROM events WHERE request_id = ? AND type = ? ORDER BY seq",
         [request.id, KIND],
     ).fetchall()
-    names = []
+    approvers = []
     for (data,) in rows:
         approval = json.loads(data)
         # Another stay in the queue (after a re-price) or another ceiling: another question.
         same = approval.get("expires_at") == request.expires_at
         same = same and approval.get("ceiling_usdc") == str(ceiling)
         if same and not removed(approval["operator"]):
-            names.append(approval["operator"])
-    return names
+            # In the one form names compare in (a first approval recorded before there was one).
+            approvers.append(names.fold(approval["operator"]))
+    return approvers
 
 
 def second_needed(
@@ -88,7 +90,8 @@ def second_needed(
             " TUI, settings.toml [operator] name);"
             " nothing was decided"
         )
-    if registrant(request.agent) == who:
+    registered_by = registrant(request.agent)
+    if registered_by is not None and names.fold(registered_by) == who:
         reason = f"operator {who} registered agent {request.agent}"
         refuse(reason)
         raise errors.SecondOperatorRequired(

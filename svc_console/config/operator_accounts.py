@@ -12,6 +12,9 @@ with the same hash.
 
 Once any account exists, decisions over the operator socket need an account's token and the
 operator passphrase no longer applies there.
+
+Names are kept and looked up in their canonical form (`core/names.py`), so `Alice` and `alice` are
+one operator; a name that looks like another account's (`a1ice`) is refused.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from svc_console.config import named_records, slow_hash
-from svc_console.core.names import AGENT_NAME, AGENT_NAME_RULE
+from svc_console.core import names
 from svc_console.core.private_files import read_private
 
 TOKEN_PREFIX = "svcop_"
@@ -65,7 +68,7 @@ class OperatorAccounts:
         """Whether `name` had an account that was removed since (an unreadable file: as if so,
         failing closed)."""
         try:
-            account = self._read().get(name)
+            account = self._read().get(names.fold(name))
         except AccountsError:
             return True
         return account is not None and not account.active
@@ -73,7 +76,7 @@ class OperatorAccounts:
     def authenticate(self, name: str, token: str) -> Account | None:
         """The active account `name` whose token `token` is; None for an unknown name or a
         wrong token alike. Slow by design (a scrypt): call it off the event loop."""
-        account = self._read().get(name)
+        account = self._read().get(names.fold(name))
         if account is None or not account.active:
             # The same work as a real check, so that the time taken says nothing of the name.
             slow_hash.matches(_decoy(), token)
@@ -93,29 +96,47 @@ class OperatorAccounts:
             raise AccountsError(
                 f"{self.path} is not a valid operator accounts file: {exc}"
             ) from None
-        return {
-            name: Account(name=name, **fields) for name, fields in data.get("operators", {}).items()
-        }
+        accounts: dict[str, Account] = {}
+        for written, fields in data.get("operators", {}).items():
+            # A file written before names had one form: each name read in it.
+            name = names.fold(written)
+            if name in accounts:
+                raise AccountsError(f"{self.path} holds operator {name} twice: keep one")
+            accounts[name] = Account(name=name, **fields)
+        return accounts
 
     # -- changing -------------------------------------------------------------------------------
 
     def add(self, name: str, added_by: str | None = None) -> str:
         """Add `name` (again, if it was removed) and return its token, the only time it is
         ever shown."""
-        if not AGENT_NAME.match(name):
-            raise AccountsError(f"operator name {name[:64]!r} {AGENT_NAME_RULE}")
+        name = canonical_name(name)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         hashed = slow_hash.encode(token)
         with self._changing() as accounts:
             existing = accounts.get(name)
             if existing is not None and existing.active:
                 raise AccountsError(f"operator {name} already has an account")
+            alike = next(
+                (
+                    held
+                    for held in accounts
+                    if held != name and names.skeleton(held) == names.skeleton(name)
+                ),
+                None,
+            )
+            if alike is not None:
+                raise AccountsError(
+                    f"operator name {name} looks like operator {alike} (Unicode confusables):"
+                    " choose another name"
+                )
             accounts[name] = Account(name, hashed, time.time(), added_by=added_by)
         return token
 
     def remove(self, name: str) -> Account:
         """End `name`'s account: its token stops working at once, in a running console too.
         The record stays, so the decisions it made still name someone this file knows."""
+        name = names.fold(name)
         with self._changing() as accounts:
             account = accounts.get(name)
             if account is None or not account.active:
@@ -140,6 +161,7 @@ class PinnedAccounts:
         return sorted(self._pinned)
 
     def authenticate(self, name: str, token: str) -> Account | None:
+        name = names.fold(name)
         pinned = self._pinned.get(name)
         if pinned is None:
             slow_hash.matches(_decoy(), token)
@@ -152,6 +174,14 @@ class PinnedAccounts:
             slow_hash.matches(_decoy(), token)
             return None
         return pinned if _matches(pinned, token, self._live.path) else None
+
+
+def canonical_name(name: str) -> str:
+    """`name` as accounts keep it; AccountsError when it is no name."""
+    try:
+        return names.canonical(name)
+    except ValueError:
+        raise AccountsError(f"operator name {name[:64]!r} {names.AGENT_NAME_RULE}") from None
 
 
 def _matches(account: Account, token: str, path: Path) -> bool:

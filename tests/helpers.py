@@ -94,6 +94,21 @@ async def submit(runtime, agent_name="bot", **overrides):
         return await agent.submit(**params)
 
 
+_TOKENS: dict[tuple[str, str], str] = {}
+
+
+def agent_token(paths, name: str) -> str:
+    """The token of agent `name`, registered in the home's registry the first time it is asked
+    for: an agent that proves its name, as per-agent limits count only such (an unverified one
+    counts as `(unverified)`)."""
+    from svc_console.config.agent_registry import AgentRegistry
+
+    key = (str(paths.agent_registry), name)
+    if key not in _TOKENS:
+        _TOKENS[key] = AgentRegistry(paths.agent_registry).add(name)
+    return _TOKENS[key]
+
+
 def operator(runtime):
     """A connection to the runtime's operator socket, as the CLI makes one."""
     from svc_console.agent import AsyncAgent

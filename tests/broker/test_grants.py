@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from decimal import Decimal
 
 import pytest
-from helpers import FakeClock, eventually, operator
+from helpers import FakeClock, agent_token, eventually, operator
 
 from svc_console.agent import AgentError, AsyncAgent
 from svc_console.broker.errors import InvalidParams
@@ -33,9 +33,11 @@ def start(make_runtime, keep_started) -> Callable[..., Awaitable[Runtime]]:
 
 
 async def settled(runtime: Runtime, agent: str = "bot", query: str = "solar", **other) -> object:
-    """Submit and wait until the request no longer moves without the operator."""
+    """Submit as registered `agent` (a grant is for one agent: every unverified one counts as
+    one) and wait until the request no longer moves without the operator."""
     params = {**SEARCH, "inputs": {"query": query}, **other}
-    async with AsyncAgent(agent, runtime.paths.socket) as client:
+    token = agent_token(runtime.paths, agent)
+    async with AsyncAgent(agent, runtime.paths.socket, token=token) as client:
         ticket = await client.submit(**params)
     return await eventually(
         lambda: (
@@ -94,7 +96,8 @@ async def test_concurrent_requests_cannot_pass_a_grants_total_together(start):
     await approve_for(runtime, "1h", "0.05")
 
     async def one(n: int) -> str:
-        async with AsyncAgent("bot", runtime.paths.socket) as client:
+        token = agent_token(runtime.paths, "bot")
+        async with AsyncAgent("bot", runtime.paths.socket, token=token) as client:
             ticket = await client.submit(**{**SEARCH, "inputs": {"query": f"burst {n}"}})
         return ticket["request_id"]
 
@@ -198,9 +201,10 @@ async def test_the_cli_makes_a_grant_with_the_approval_and_refuses_a_total_alone
     assert made.returncode == 0, made.stderr
     assert "and calls like it for 1h, up to 0.5 USDC in all" in made.stdout
     assert grants.get(runtime.ledger, 1).total_usdc == 500_000
-    with pytest.raises(AgentError):  # an agent cannot list or revoke grants
-        async with AsyncAgent("bot", runtime.paths.socket) as client:
-            await client.call("grants.revoke", {"grant_id": 1})
+    token = agent_token(runtime.paths, "bot")
+    async with AsyncAgent("bot", runtime.paths.socket, token=token) as client:
+        with pytest.raises(AgentError, match="served only on the operator socket"):
+            await client.call("grants.revoke", {"grant_id": 1})  # an agent cannot revoke grants
 
 
 async def _cli(runtime: Runtime, *args: str) -> subprocess.CompletedProcess[str]:

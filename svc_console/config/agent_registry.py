@@ -154,7 +154,7 @@ class AgentRegistry:
             existing = agents.get(name)
             if existing is not None and existing.active:
                 raise RegistryError(f"agent {name} is already registered; rotate its token instead")
-            alike = next((held for held in agents if held != name and _alike(held, name)), None)
+            alike = next((held for held in agents if names.look_alike(held, name)), None)
             if alike is not None:
                 raise RegistryError(
                     f"agent name {name} looks like {alike}, which the registry holds"
@@ -217,7 +217,3 @@ def canonical_name(name: str) -> str:
         return names.canonical(name)
     except ValueError:
         raise RegistryError(f"agent name {name[:64]!r} {names.AGENT_NAME_RULE}") from None
-
-
-def _alike(one: str, other: str) -> bool:
-    return names.skeleton(one) == names.skeleton(other)

@@ -117,14 +117,7 @@ class OperatorAccounts:
             existing = accounts.get(name)
             if existing is not None and existing.active:
                 raise AccountsError(f"operator {name} already has an account")
-            alike = next(
-                (
-                    held
-                    for held in accounts
-                    if held != name and names.skeleton(held) == names.skeleton(name)
-                ),
-                None,
-            )
+            alike = next((held for held in accounts if names.look_alike(held, name)), None)
             if alike is not None:
                 raise AccountsError(
                     f"operator name {name} looks like operator {alike} (Unicode confusables):"

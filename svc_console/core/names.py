@@ -55,6 +55,11 @@ def skeleton(name: str) -> str:
     return unicodedata.normalize("NFD", shown).casefold()
 
 
+def look_alike(one: str, other: str) -> bool:
+    """Whether two different canonical names could pass for each other."""
+    return one != other and skeleton(one) == skeleton(other)
+
+
 @functools.cache
 def _prototype(char: str) -> str:
     """What `char` maps to in Unicode's confusables data. The confusable-homoglyphs package

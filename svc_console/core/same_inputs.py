@@ -28,10 +28,18 @@ def comparable(value: Any, schema: Any = None) -> Any:
     if kind is str:
         return _text(value, schema)
     if kind is dict:
+        # On every request's path (the repeated-call brake): strings, the usual values, are
+        # handled here rather than through a call each.
         properties = schema.get("properties") if type(schema) is dict else None
         if type(properties) is not dict:
-            return {key: comparable(item) for key, item in value.items()}
-        seen = {key: comparable(item, properties.get(key)) for key, item in value.items()}
+            properties = _NONE
+        seen = {}
+        for key, item in value.items():
+            spec = properties.get(key)
+            if type(item) is str and item.isascii() and type(spec) is not dict:
+                seen[key] = item.strip()
+            else:
+                seen[key] = comparable(item, spec)
         for key, spec in properties.items():
             if key not in seen and type(spec) is dict and "default" in spec:
                 seen[key] = comparable(spec["default"], spec)
@@ -42,6 +50,9 @@ def comparable(value: Any, schema: Any = None) -> Any:
     if kind is float and value.is_integer():
         return int(value)
     return value
+
+
+_NONE: dict[str, Any] = {}
 
 
 def _text(text: str, schema: Any) -> str:

@@ -6,19 +6,34 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench crash load lint format clean
+.PHONY: demo test test-optimised bench crash load lint format clean
 
+# The install speaks in a few lines of its own; pip's output goes to .venv/install.log, shown
+# only when the install fails.
 $(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@test -x $(BIN)/python || { echo "svc-console: creating .venv (first run only)"; \
+		$(PYTHON) -m venv $(VENV); }
+	@echo "svc-console: installing packages into .venv (a minute or two the first time)"
+	@{ $(BIN)/python -m pip install --quiet --upgrade pip \
+		&& $(BIN)/python -m pip install --quiet -e '.[dev]'; } > $(VENV)/install.log 2>&1 \
+		|| { tail -n 30 $(VENV)/install.log; echo "svc-console: install failed; the whole log is .venv/install.log"; exit 1; }
 	@touch $(STAMP)
+	@echo "svc-console: ready"
 
 demo: $(STAMP)
-	$(BIN)/svc-console demo
+	@$(BIN)/svc-console demo
 
+# The suite on one worker a core (pytest-xdist; WORKERS=n to choose), TESTS=path for a part of
+# it. --dist worksteal: the tests' lengths differ by a thousandfold (a crash or load run takes
+# minutes, most take a tenth of a second), so a fixed share per worker ends with one still busy;
+# a worker whose queue runs out takes half of the other's instead.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(or $(WORKERS),auto) --dist worksteal $(TESTS)
+
+# The broker, policy and ledger tests under `python -O`, which drops every assert of the package:
+# no check that input can fail may be one (the tests' own asserts are pytest's, kept).
+test-optimised: $(STAMP)
+	$(BIN)/python -O -m pytest -q tests/broker tests/policy tests/ledger
 
 # Every performance target beside its baseline (tests/bench/run.py): RUNS=N repeats, ONLY=a,b
 # picks benchmarks, PROFILE=decision profiles one of them instead. The PostgreSQL rows

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,13 +30,17 @@ if TYPE_CHECKING:
     from svc_console.config.notify_settings import NotifySettings
     from svc_console.config.paths import Paths
     from svc_console.config.service import ServiceConfig
+    from svc_console.config.slack_settings import SlackSettings
     from svc_console.ledger import Ledger
     from svc_console.ledger.usage_write import SyncResult
     from svc_console.market.account import AccountClient
     from svc_console.market.gateway import Marketplace
     from svc_console.market.mcp import McpClient
+    from svc_console.market.signer import Signer
     from svc_console.services.catalogue_sync import Progress, SyncReport
+    from svc_console.services.metrics_http import MetricsServer
     from svc_console.services.notify import Notifier
+    from svc_console.services.slack_app import SlackApprovals
     from svc_console.services.usage_follow import UsageFollower
 
 log = logging.getLogger(__name__)
@@ -69,7 +72,9 @@ class Runtime:
     # The embedded sandbox, when no service is configured: a SandboxChild (a process of its own)
     # the runtime starts, or a server the caller started and passes in (the tests' own).
     sandbox: Any = None
-    payer_key: str | None = field(default=None, repr=False)  # else the saved account wallet
+    # The key the signer pays with (else the saved account wallet's; the sandbox's, a throwaway):
+    # handed to the signer at the start and not kept here (market/signer.py).
+    payer_key: str | None = field(default=None, repr=False)
     ledger: Ledger | None = None
     # Where the ledger's rows live when not the local file: a PostgreSQL URL. None: the one
     # settings name for the real ledger (`config.ledger_url`), the file for the sandbox's.
@@ -98,6 +103,14 @@ class Runtime:
     notify: NotifySettings | None = None
     notify_options: dict[str, Any] = field(default_factory=dict)
     notifier: Notifier | None = None
+    # settings.toml [slack] when None (approvals from Slack; none without the table);
+    # `slack_options` go to SlackApprovals (tests shorten its pauses).
+    slack_settings: SlackSettings | None = None
+    slack_options: dict[str, Any] = field(default_factory=dict)
+    slack: SlackApprovals | None = None
+    # `serve --metrics HOST:PORT`: Prometheus metrics there (off when None).
+    metrics_at: tuple[str, int] | None = None
+    metrics: MetricsServer | None = None
     usage: UsageFollower | None = None  # the background usage sync
     _policy_watch: asyncio.Task[None] | None = None
     _owns_sandbox: bool = False
@@ -126,6 +139,7 @@ class Runtime:
         self.ledger = Ledger(self.ledger_path, url=self.resolved_ledger_url())
         try:
             self.market = self._connect()
+            self._hold_secrets(self.market)
             options = dict(self.broker_options)
             if "policy" not in options:  # tests may bring their own engine
                 options["policy"] = self._start_policy(self.clock)
@@ -136,12 +150,23 @@ class Runtime:
                 log.warning("request %s was in flight at the last stop: now unknown", request.id)
             await self._start_notices()
             self._follow_usage()
+            await self._start_metrics()
             await self._open_sockets()
+            await self._start_slack()
         except BaseException:
             await self.stop()
             raise
         log.info("broker started; socket %s; service %s", self.paths.socket, self.market.base_url)
         return self.broker
+
+    def _hold_secrets(self, market: Marketplace) -> None:
+        """Every secret the console holds, beside the service's credentials the market has: what
+        no agent's submission may carry, in any spelling (its search is built here, once)."""
+        from svc_console.broker.secret_refusal import own_secrets
+        from svc_console.config.held_secrets import held_secrets
+
+        market.secrets = (*market.secrets, *held_secrets(self.paths, sandbox=self.service is None))
+        own_secrets(market.secrets, market.signer.key_forms)
 
     async def _start_notices(self) -> None:
         """The webhooks of `[notify]`, when there are any, following the broker and the policy."""
@@ -153,12 +178,40 @@ class Runtime:
         self.notifier = Notifier(self.notify, clock=self.broker.clock, **self.notify_options)
         await self.notifier.start(self.broker, self.policy)
 
+    async def _start_metrics(self) -> None:
+        """Prometheus metrics at `metrics_at`, counted from here on (services/metrics*.py)."""
+        if self.metrics_at is None:
+            return
+        from svc_console.services.metrics_http import MetricsServer
+
+        self.metrics = MetricsServer(self)
+        await self.metrics.start(*self.metrics_at)
+
+    async def _start_slack(self) -> None:
+        """Approvals from Slack, when settings.toml has `[slack]` (services/slack_app.py); after
+        the sockets, whose start pins the operator accounts Slack users are linked to."""
+        if self.slack_settings is None:
+            self.slack_settings = self._read_slack_settings()
+        if self.slack_settings is None:
+            return
+        from svc_console.services.slack_app import SlackApprovals
+
+        self.slack = SlackApprovals(
+            self.slack_settings,
+            self.operators,
+            messages_file=self.ledger_path.with_suffix(".slack.json"),
+            **self.slack_options,
+        )
+        await self.slack.start(self.broker)
+
     def _follow_usage(self) -> None:
         """Keep the usage history synced in the background (services/usage_follow.py)."""
         assert self.broker is not None
         from svc_console.services.usage_follow import UsageFollower
 
-        self.usage = UsageFollower(self.sync_usage, self.broker.clock)
+        # The embedded sandbox's charges end with its process: synced once more at the stop.
+        last = self.service is None and self._owns_sandbox
+        self.usage = UsageFollower(self.sync_usage, self.broker.clock, sync_at_stop=last)
         self.usage.start(self.broker)
 
     async def _open_sockets(self) -> None:
@@ -178,8 +231,12 @@ class Runtime:
         accounts = OperatorAccounts(self.paths.operator_accounts)
         if self.operators is None:
             self.operators = accounts.pin()
-        # Under the two-person rule, a first approval by an operator removed since counts no more.
+        # Under the two-person rule, a first approval by an operator removed since counts no more,
+        # and two accounts one of whose approvers created the other count as one person.
         self.broker.decisions.removed_operator = accounts.removed
+        creators = getattr(self.operators, "creators", None)
+        if creators is not None:
+            self.broker.decisions.creators = creators
         registry = AgentRegistry(self.paths.agent_registry)
         # Under the two-person rule, the operator who registered the asking agent may not approve.
         self.broker.decisions.registrant = registry.registrant
@@ -231,6 +288,17 @@ class Runtime:
             log.warning("notices not sent: %s", exc)
             return NotifySettings()
 
+    def _read_slack_settings(self) -> SlackSettings | None:
+        """settings.toml's `[slack]`; when it cannot be read, no Slack (the CLI refuses such a
+        file before it gets here)."""
+        from svc_console.config.slack_settings import slack_settings
+
+        try:
+            return slack_settings(self.paths.settings)
+        except SettingsError as exc:
+            log.warning("approvals from Slack not started: %s", exc)
+            return None
+
     @property
     def clock(self) -> Callable[[], float]:
         """The broker's clock (tests bring their own), readable before the broker exists."""
@@ -279,7 +347,7 @@ class Runtime:
                 username=s.username,
                 api_token=s.api_token,
                 sandbox=False,
-                payer_key=self._account_wallet_key(),
+                signer=self._signer(),
             )
         self.launch_sandbox()
         base_url = self.sandbox.base_url
@@ -296,8 +364,7 @@ class Runtime:
             username=state.username,
             api_token=state.api_token,
             sandbox=True,
-            # Sandbox play pays from a throwaway key: any valid signer is a payer there.
-            payer_key=self.payer_key or "0x" + secrets.token_hex(32),
+            signer=self._signer(),
         )
 
     async def _watch_sandbox(self) -> None:
@@ -339,8 +406,9 @@ class Runtime:
 
         if self.ledger is None:
             raise RuntimeError("the console is not started")
+        base_url, _ = self.service_address()
         async with self.account_client() as account:
-            return await sync_from(account, self.ledger)
+            return await sync_from(account, self.ledger, base_url)
 
     async def sync_catalogue(self, progress: Progress | None = None) -> SyncReport:
         """Refill the ledger's catalogue cache from the service, on a loop and a client of its
@@ -364,20 +432,26 @@ class Runtime:
 
         return await on_a_loop_of_its_own(sync, "catalogue-sync")
 
-    def _account_wallet_key(self) -> str | None:
-        """The EVM key of the account wallet that the first login saved, if there is one."""
-        from svc_console.config.credentials import Credentials
+    def _signer(self) -> Signer:
+        """The one signer, holding the wallet key from now on: the key given (and dropped here),
+        the saved account wallet's, or for sandbox play a throwaway one (any valid signer is a
+        payer there)."""
+        from svc_console.market.signer import Signer
 
-        if self.payer_key:
-            return self.payer_key
-        wallet = Credentials(self.paths).wallet_config() or {}
-        evm = wallet.get("evm") if isinstance(wallet.get("evm"), dict) else {}
-        key = evm.get("privateKey")
-        return key if isinstance(key, str) and key else None
+        key, self.payer_key = self.payer_key, None
+        if key:
+            return Signer.with_key(key, self.clock)
+        if self.service is None:
+            return Signer.throwaway(self.clock)
+        return Signer.account_wallet(self.paths, self.clock)
 
     async def stop(self, *, leaving: bool = False) -> None:
         """Stop everything started; `leaving`: the process exits next, so the embedded sandbox is
         told to stop and not waited for."""
+        for service in (self.metrics, self.slack):
+            if service is not None:
+                await service.stop()
+        self.metrics = self.slack = None
         if self.notifier is not None:
             await self.notifier.stop()
             self.notifier = None
@@ -391,6 +465,7 @@ class Runtime:
                 await socket.stop()
         self.socket = self.operator_socket = None
         if self.broker is not None:
+            self.broker.decisions.refusals.flush(everything=True)  # the bursts' counts
             await self.broker.stop()
             self.broker = None
         if self.market is not None:

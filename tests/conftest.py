@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 from helpers import FakeClock
-from postgres import ENGINES, url_for
+from postgres import ENGINES, RUNTIME_ENGINE, engines_of, url_for
 
 from svc_console.broker import BrokerConfig
 from svc_console.config.paths import Paths
@@ -23,6 +24,48 @@ from svc_console.runtime import Runtime
 # name whether the suite was started as `python -m pytest` or as `pytest`, so snapshots agree.
 with open("/proc/self/comm", "w") as comm:
     comm.write("python")
+
+# What falls back to the user's own folders (the platform's data folder where a test sets no
+# SVC_CONSOLE_HOME: the sandbox's outbox, say) finds this process's own, under /tmp: never the
+# machine's, and never another worker's of a parallel run.
+_OWN_FOLDERS = Path(tempfile.mkdtemp(prefix="svc-tests-"))
+for _variable in ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+    os.environ[_variable] = str(_OWN_FOLDERS / _variable.lower())
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_OWN_FOLDERS, ignore_errors=True)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test that takes `engine` (through `ledger_url`, or a ledger fixture of its module) is
+    made once for each engine it can run on (`@pytest.mark.engines`), never made for an engine
+    only to be skipped there."""
+    if "engine" in metafunc.fixturenames:
+        engines = engines_of(metafunc.definition)
+        metafunc.parametrize("engine", engines, indirect=True, scope="module")
+
+
+def _engine(item: pytest.Item) -> str | None:
+    return getattr(getattr(item, "callspec", None), "params", {}).get("engine")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test of the runtimes' ledger (no `engine` of its own) marked for engines that exclude
+    SVC_TESTS_LEDGER's is left out of the run, as such tests are on the other engine.
+
+    Within a module, the tests of one engine run together, so a module's ledger fixture is set
+    up once for each engine: pytest groups a parameter by its position in each test's list, and
+    a test made for PostgreSQL alone has it first."""
+    left = [i for i in items if _engine(i) is None and RUNTIME_ENGINE not in engines_of(i)]
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = [item for item in items if item not in left]
+    first: dict[Path, int] = {}
+    for number, item in enumerate(items):
+        first.setdefault(item.path, number)
+    items.sort(key=lambda item: (first[item.path], ENGINES.index(_engine(item) or ENGINES[0])))
 
 
 @pytest.fixture(autouse=True)
@@ -68,6 +111,15 @@ def sandbox() -> Iterator[Any]:
 
 
 @pytest.fixture
+def refused_url() -> Iterator[str]:
+    """An address where every connection is refused: a port of the test's own, bound and never
+    listened on (no port is fixed, and no other test can take it meanwhile)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+@pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
 
@@ -76,7 +128,7 @@ def clock() -> FakeClock:
 def runtime_ledger_url(request: pytest.FixtureRequest) -> str | None:
     """The ledger the tests' runtimes open: the sandbox's file, or with SVC_TESTS_LEDGER=postgresql
     a fresh database of the tests' own PostgreSQL (to run the broker's tests on that engine)."""
-    return url_for(request, os.environ.get("SVC_TESTS_LEDGER", "sqlite"))
+    return url_for(request, RUNTIME_ENGINE)
 
 
 @pytest.fixture
@@ -145,8 +197,15 @@ def postgres() -> Iterator[Any]:
     server.stop()
 
 
-@pytest.fixture(params=ENGINES)
-def ledger_url(request: pytest.FixtureRequest) -> str | None:
-    """The engine a ledger test runs on: None for the SQLite file (the default), else the URL
-    of a fresh PostgreSQL database. Ledger tests take it and pass it as `Ledger(url=...)`."""
-    return url_for(request, request.param)
+@pytest.fixture(scope="module")
+def engine(request: pytest.FixtureRequest) -> str:
+    """The ledger engine a test runs on, one of ENGINES (pytest_generate_tests makes the test
+    once for each of those it can run on)."""
+    return request.param
+
+
+@pytest.fixture
+def ledger_url(request: pytest.FixtureRequest, engine: str) -> str | None:
+    """The ledger a ledger test opens on its engine: None for the SQLite file, else the URL of
+    a fresh PostgreSQL database. Ledger tests take it and pass it as `Ledger(url=...)`."""
+    return url_for(request, engine)

@@ -70,6 +70,10 @@ from typing import Any
 
 import httpx
 
+# The operator's passphrase, set in the console's home before its broker starts.
+PASSPHRASE = "the crash harness's operator"
+KNOWN = {"passphrase": PASSPHRASE}
+
 STEPS = ("submitted", "dry_run", "decided", "in_flight", "answered")
 FINAL = frozenset({"rejected", "denied", "succeeded", "failed", "expired", "cancelled", "unknown"})
 AUTO, ASK = "crash-auto", "crash-ask"
@@ -248,10 +252,13 @@ def _sabotage() -> None:
     recover = upkeep.recover
 
     def blind(self: Any) -> Any:
+        from helpers import proxy_execute
+
         for request in self.ledger.in_states([State.executing]):
             decision = self.ledger.latest_decision(request.id)[1]
             self._spawn(
-                self.market.wallet.execute(
+                proxy_execute(
+                    self.market.wallet,
                     request.estimate.protocol,
                     request.endpoint.id,
                     request.inputs,
@@ -687,7 +694,7 @@ class Run:
     def _approve(self, request_ids: list[str], flood: int = 0) -> None:
         line = Line(self.broker.operator_socket)
         line.call("console.hello", {})
-        calls = [("approvals.approve", {"request_id": r}) for r in request_ids]
+        calls = [("approvals.approve", {"request_id": r, **KNOWN}) for r in request_ids]
         calls += [("approvals.list", {"limit": 1})] * flood
         ids = line.send(calls)
         if flood:
@@ -843,10 +850,11 @@ class Run:
             )
             for request_id in pending:
                 if self.rng.random() < 0.5:
-                    operator.call("approvals.approve", {"request_id": request_id})
+                    operator.call("approvals.approve", {"request_id": request_id, **KNOWN})
                 else:
                     reason = "not this one (crash run)"
-                    operator.call("approvals.deny", {"request_id": request_id, "reason": reason})
+                    said = {"request_id": request_id, "reason": reason, **KNOWN}
+                    operator.call("approvals.deny", said)
             for request_id, call_id in zip(pending, waits, strict=True):
                 woke = agent.result(call_id)
                 if woke["id"] != request_id or woke["state"] not in FINAL:
@@ -1010,6 +1018,10 @@ def run_all(
         home.mkdir(mode=0o700)
         # The harness's agents run as its own user, by name: open enrolment, as in the sandbox.
         (home / "settings.toml").write_text('[agents]\nenrolment = "open"\n')
+        # So its operator's decisions need a credential: the passphrase, sent with each one.
+        from svc_console.config.operator_passphrase import OperatorPassphrase
+
+        OperatorPassphrase(home / "operator.passphrase").set(PASSPHRASE)
         broker = Broker(home, {**env, "SVC_CONSOLE_HOME": str(home)}, policy, sabotage)
         broker.start()
         try:

@@ -1,10 +1,13 @@
 """Helpers the tests share (fixtures live in conftest.py)."""
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
 from decimal import Decimal
 from typing import Any
 
+from svc_console.config import logs
 from svc_console.core.models import SpendRequest
 from svc_console.core.states import State
 
@@ -164,3 +167,54 @@ def plain_request(request_id: str = "req_1") -> SpendRequest:
         purpose="p", state=State.received, created_at=1.0, updated_at=1.0,
         max_usdc=Decimal("0.5"),
     )  # fmt: skip
+
+
+async def proxy_execute(
+    wallet: Any,
+    protocol: str,
+    endpoint_id: str,
+    inputs: dict[str, Any],
+    *,
+    ceiling_usdc: Decimal,
+    chain: str,
+    idempotency_key: str,
+) -> Any:
+    """A paying call to the wallet proxy as any client of it would send one (the console's own
+    are the signer's, within a mandate): for tests of the proxy itself."""
+    from svc_console.market.signer import ApprovedBody
+
+    body = {
+        "endpointId": endpoint_id,
+        "inputs": inputs,
+        "dryRun": False,
+        "approved": True,
+        "maxUsdc": str(ceiling_usdc),
+        "chain": chain,
+        "idempotencyKey": idempotency_key,
+    }
+    return await wallet.pay(ApprovedBody(protocol, body, idempotency_key))
+
+
+@contextlib.asynccontextmanager
+async def logged_runtime(
+    make_runtime: Callable[..., Any],
+    paths: Any,
+    level: int = logging.DEBUG,
+    payer_key: str | None = None,
+) -> AsyncIterator[Any]:
+    """A started broker with svc-console's own log file under the home, at `level` (and the
+    wallet key `payer_key`, handed to its signer at the start); the file's handler is taken off
+    the root logger afterwards."""
+    log_file = logs.configure(paths.logs, level=level)
+    rt = make_runtime()
+    rt.payer_key = payer_key
+    await rt.start()
+    try:
+        yield rt
+    finally:
+        await rt.stop()
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            if getattr(handler, "baseFilename", None) == str(log_file):
+                root.removeHandler(handler)
+                handler.close()

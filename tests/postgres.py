@@ -19,6 +19,20 @@ from pathlib import Path
 from typing import Any
 
 ENGINES = ("sqlite", "postgresql")
+# The engine of the tests' runtimes (the `make_runtime` fixture): the sandbox's SQLite file, or
+# a database of the tests' own server with SVC_TESTS_LEDGER=postgresql.
+RUNTIME_ENGINE = os.environ.get("SVC_TESTS_LEDGER", "sqlite")
+
+
+def engines_of(node: Any) -> tuple[str, ...]:
+    """The engines a test can run on: those its `engines` mark names, else every one."""
+    mark = node.get_closest_marker("engines")
+    if mark is None:
+        return ENGINES
+    unknown = set(mark.args) - set(ENGINES)
+    if unknown or not mark.args:
+        raise ValueError(f"{node.nodeid}: engines() takes some of {ENGINES}, not {mark.args}")
+    return tuple(mark.args)
 
 
 def url_for(request: Any, engine: str) -> str | None:
@@ -70,10 +84,12 @@ class PostgresServer:
             str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
             "--encoding=UTF8", "--locale=C", "--no-sync",
         )  # fmt: skip
+        # No autovacuum: a table is analysed only when a test says so, so the plans the tests
+        # read are a fresh ledger's however long a module runs (its statistics would change them).
         options = (
             f"-c listen_addresses='' -c unix_socket_directories='{self.folder}'"
             " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-            " -c max_connections=200"
+            " -c max_connections=200 -c autovacuum=off"
         )
         self._run(
             str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-w", "-t", "60",

@@ -10,7 +10,7 @@ from x402.client import x402ClientSync
 from x402.http.utils import encode_payment_signature_header
 from x402.schemas import PaymentRequired
 
-from svc_console.market.x402_compat import AccountSigner, exact_evm_scheme
+from svc_console.market.signer import AccountSigner, exact_evm_scheme
 
 
 def sign_x402(required: dict[str, Any], account: Any | None = None) -> str:

@@ -71,3 +71,32 @@ def test_no_screen_or_widget_opens_the_ledger_itself(module):
         )
     ]
     assert offenders == []
+
+
+def _declared() -> set[str]:
+    """The distributions pyproject.toml names as the package's own dependencies."""
+    import re
+    import tomllib
+
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
+    names = {re.match(r"[A-Za-z0-9._-]+", spec).group(0) for spec in project["dependencies"]}
+    return {name.lower().replace("_", "-") for name in names}
+
+
+def test_every_package_the_code_imports_is_declared():
+    # A package that arrives only as another's dependency can vanish with that one's next release.
+    import importlib.metadata
+    import sys
+
+    providers = importlib.metadata.packages_distributions()
+    imported = {
+        name.split(".")[0] for path in _modules() for name in _imports(ast.parse(path.read_text()))
+    }
+    third_party = imported - set(sys.stdlib_module_names) - {"svc_console"}
+    undeclared = {
+        top: providers.get(top)
+        for top in sorted(third_party)
+        if not {d.lower().replace("_", "-") for d in providers.get(top, [top])} & _declared()
+    }
+    assert len(third_party) > 10
+    assert undeclared == {}

@@ -17,7 +17,16 @@ from typing import Any
 from svc_console.broker import errors, two_person
 from svc_console.broker.deciders import Decider, refuse_own_request
 from svc_console.broker.params import ApproveParams, DenyParams
-from svc_console.core.models import Decision, Estimate, Evidence, SpendRequest, Verdict
+from svc_console.broker.refusal_log import RefusalAudit
+from svc_console.core.mandate import Mandate, MandateDecider, mandate_for
+from svc_console.core.models import (
+    Decision,
+    EndpointRecord,
+    Estimate,
+    Evidence,
+    SpendRequest,
+    Verdict,
+)
 from svc_console.core.money import format_usdc
 from svc_console.core.states import IllegalTransition, State
 from svc_console.ledger import Ledger, PastLifetime
@@ -36,6 +45,30 @@ def approval_ceiling(request: SpendRequest, estimate: Estimate) -> Decimal:
     if request.max_usdc is not None:
         ceiling = min(ceiling, request.max_usdc)
     return ceiling
+
+
+def mandate_of(
+    request: SpendRequest,
+    decision: Decision,
+    deciders: list[MandateDecider],
+    *,
+    endpoint: EndpointRecord | None = None,
+    estimate: Estimate | None = None,
+    policy_sha256: str | None = None,
+) -> Mandate:
+    """The mandate an approving `decision` produces, from the request as quoted (or the
+    `endpoint` and `estimate` intake has just learned)."""
+    endpoint, estimate = endpoint or request.endpoint, estimate or request.estimate
+    assert endpoint is not None and estimate is not None and decision.ceiling_usdc is not None
+    return mandate_for(
+        request,
+        endpoint,
+        estimate,
+        ceiling=decision.ceiling_usdc,
+        deciders=deciders,
+        at=decision.at,
+        policy_sha256=policy_sha256,
+    )
 
 
 class Decisions:
@@ -57,8 +90,13 @@ class Decisions:
         # Whether an operator's account was removed (the runtime sets it from the accounts): a
         # first approval by a removed operator no longer counts.
         self.removed_operator: Callable[[str], bool] = lambda name: False
+        # Who created an operator's account (the runtime sets it from the accounts): under the
+        # two-person rule, accounts one of the two created never count as two people.
+        self.creators: Callable[[str], frozenset[str]] = lambda name: frozenset()
         # The TUI's operator: settings.toml [operator] name, else the console owner's login.
         self.console_operator: str | None = None
+        # Refused decisions, in the audit chain by bursts (a guessing loop cannot fill it).
+        self.refusals = RefusalAudit(ledger, clock)
 
     # -- waiting for the operator -------------------------------------------------------------
 
@@ -93,18 +131,31 @@ class Decisions:
             if grant_id(rule) is not None
             else (f"policy: {rule_name}", "policy")
         )
+        evidence = Evidence(channel=channel, rule=rule_name, policy_version=verdict.policy_sha256)
         decision = Decision(
             approved=True,
             by=by,
             at=now,
             ceiling_usdc=approval_ceiling(request, learned["estimate"]),
-            evidence=Evidence(
-                channel=channel, rule=rule_name, policy_version=verdict.policy_sha256
-            ),
+            evidence=evidence,
+        )
+        mandate = mandate_of(
+            request,
+            decision,
+            [MandateDecider(by=by, evidence=evidence)],
+            endpoint=learned["endpoint"],
+            estimate=learned["estimate"],
+            policy_sha256=verdict.policy_sha256 if channel == "policy" else None,
         )
         still = lambda: self._still_auto_approved(request, learned, now, dataset)  # noqa: E731
         self.ledger.decide(
-            request.id, decision, State.auto_approved, budget_rule=rule, recheck=still, **learned
+            request.id,
+            decision,
+            State.auto_approved,
+            budget_rule=rule,
+            recheck=still,
+            mandate=mandate,
+            **learned,
         )
         return State.auto_approved
 
@@ -146,9 +197,10 @@ class Decisions:
         return threshold is not None and total > threshold
 
     def refuse(self, request_id: str | None, reason: str, decider: Decider) -> None:
-        """Keep a refused decision in the audit chain, with who tried it."""
-        self.ledger.record_refusal(request_id, reason, decider.evidence(), at=self.clock())
-        log.warning("a decision on %s was refused: %s", request_id, reason)
+        """Keep a refused decision in the audit chain, with who tried it: at once, or counted
+        in its burst (`RefusalAudit`)."""
+        peer = (decider.channel, decider.uid)
+        self.refusals.refused(peer, request_id, reason, decider.evidence())
 
     def operator_approvals(self, request: SpendRequest) -> list[str]:
         """Who approved a pending request so far under the two-person rule (empty when it does
@@ -203,7 +255,8 @@ class Decisions:
         blocked = self.policy.approval_blocked(request, self.clock())
         if blocked is not None:
             raise errors.BlockedByPolicy(f"the policy forbids approving {request.id}: {blocked}")
-        by = decider.by
+        by, evidence = decider.by, decider.evidence()
+        deciders = [MandateDecider(by=by, evidence=evidence)]
         ceiling = approval_ceiling(request, request.estimate)
         if two_person.applies(self.policy, ceiling):
             pair = two_person.second_needed(
@@ -215,21 +268,25 @@ class Decisions:
                 registrant=self.registrant,
                 removed=self.removed_operator,
                 refuse=lambda reason: self.refuse(request.id, reason, decider),
+                creators=self.creators,
             )
             if pair is None:
                 log.info("%s approved by %s; needs a second operator", request.id, decider.by)
                 return None
             by = ", ".join(pair)
+            first = two_person.approved_by(self.ledger, request, ceiling, self.removed_operator)
+            deciders.insert(0, MandateDecider(by=pair[0], evidence=first.get(pair[0])))
         decision = Decision(
             approved=True,
             by=by,
             at=self.clock(),
-            ceiling_usdc=approval_ceiling(request, request.estimate),
+            ceiling_usdc=ceiling,
             note=params.note,
-            evidence=decider.evidence(),
+            evidence=evidence,
         )
         blocked_now = lambda: self.policy.approval_blocked(request, self.clock())  # noqa: E731
-        self._commit(request, decision, State.approved, recheck=blocked_now)
+        mandate = mandate_of(request, decision, deciders)
+        self._commit(request, decision, State.approved, recheck=blocked_now, mandate=mandate)
         log.info("%s approved by %s up to %s USDC", request.id, decider.by, decision.ceiling_usdc)
         return decision
 
@@ -253,9 +310,10 @@ class Decisions:
         decision: Decision,
         target: State,
         recheck: Callable[[], str | None] | None = None,
+        mandate: Mandate | None = None,
     ) -> None:
         try:
-            self.ledger.decide(request.id, decision, target, recheck=recheck)
+            self.ledger.decide(request.id, decision, target, recheck=recheck, mandate=mandate)
         except BudgetSpent as spent:
             raise errors.BlockedByPolicy(
                 f"the policy forbids approving {request.id}: {spent}"

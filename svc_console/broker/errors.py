@@ -36,6 +36,14 @@ class WrongState(BrokerError):
     code, reason = -32003, "wrong_state"
 
 
+class FactsChanged(WrongState):
+    """A decision bound to facts the request no longer has (`core/shown_facts.py`): repriced,
+    re-quoted, its verdict or state changed, or another request altogether. Nothing is decided
+    or recorded; `data.request_ids` names the requests that changed."""
+
+    reason = "changed"
+
+
 class ConfirmationRequired(BrokerError):
     code, reason = -32004, "confirmation_required"
 
@@ -89,3 +97,17 @@ class SecondOperatorRequired(NotAuthorised):
     already approved, the one who registered the asking agent, or no named operator at all."""
 
     code, reason = -32012, "second_operator_required"
+
+
+class CredentialRequired(NotAuthorised):
+    """A decision over the operator socket where agents of the owner's own user are accepted and
+    no operator credential (passphrase, account) is set: refused, saying how to set one."""
+
+    code, reason = -32013, "credential_required"
+
+
+class TooManyTries(NotAuthorised):
+    """A credential tried while its peer waits after wrong ones (`backoff`): refused unchecked;
+    `data.retry_in_s` says when the next try is checked."""
+
+    code, reason = -32014, "too_many_tries"

@@ -4,11 +4,12 @@ console signs (charged MCP tools, see `market.paid_tools`).
 
 Order matters and is the point of this module: the decision is already committed (the caller
 checks), the execution row is committed as `in_flight` before the payer is called, and the payer
-is told the approved ceiling, the approved chain and an idempotency key, so it refuses to pay more
-and never pays twice for one attempt.
+is given the approval's mandate (what may be paid, to whom, until when) and an idempotency key, so
+the signer refuses anything else and nothing is paid twice for one attempt.
 
-The executor records the attempt's end in the ledger and returns it; a re-priced attempt is
-returned with its new price for the broker to put before the operator again.
+The executor records the attempt's end in the ledger and returns it; an attempt re-priced, or
+refused as outside its mandate, is returned with what was asked for the broker to put before the
+operator again.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from svc_console.core.models import Estimate, Outcome, SpendRequest
+from svc_console.core.mandate import Mandate
+from svc_console.core.mandate_check import Offer
+from svc_console.core.models import EndpointRecord, Estimate, Outcome, SpendRequest
 from svc_console.core.money import format_usdc
+from svc_console.core.networks import chain_name
 from svc_console.core.sanitize import inert_line
 from svc_console.core.states import State
-from svc_console.ledger import Ledger
+from svc_console.ledger import Ledger, mandates
 from svc_console.market import errors
 from svc_console.market.gateway import Marketplace
 from svc_console.market.payer import Order
@@ -33,11 +37,20 @@ MAX_ATTEMPTS = 2  # the first call and, after funding, the single retry the spec
 
 @dataclass(frozen=True)
 class Executed:
-    """How an attempt ended. `repriced`: the new price to ask the operator about, and why."""
+    """How an attempt ended. `repriced`: the new price to ask the operator about, and why;
+    `endpoint`, the endpoint as it now reads, when that changed too."""
 
     state: State
     repriced: Estimate | None = None
     reason: str | None = None
+    endpoint: EndpointRecord | None = None
+
+    def asked(self) -> dict[str, object]:
+        """What the request goes back to the operator with."""
+        asked: dict[str, object] = {"estimate": self.repriced, "reason": self.reason}
+        if self.endpoint is not None:
+            asked["endpoint"] = self.endpoint
+        return asked
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,7 @@ class _Attempt:
     request: SpendRequest
     estimate: Estimate
     ceiling_usdc: Decimal
+    mandate: Mandate | None  # None: approved before mandates were made
     number: int  # within its approval: the funding retry is the second
     key: str  # the idempotency key, unique over the request's attempts
     execution: int  # the ledger's execution row
@@ -76,6 +90,8 @@ class Executor:
             outcome = await self.market.payer(request.kind).pay(_order(attempt))
         except errors.WalletUnfunded as exc:
             return self._unfunded(attempt, exc)
+        except errors.OutsideMandate as exc:
+            return self._outside(attempt, exc)
         except errors.PriceAboveCeiling as exc:
             return self._repriced(attempt, exc)
         except errors.ServiceUnreachable as exc:
@@ -110,7 +126,8 @@ class Executor:
         execution = self.ledger.start_execution(
             request_id, decision_id, number, key, at=self.clock()
         )
-        return _Attempt(request, estimate, decision.ceiling_usdc, number, key, execution)
+        mandate = mandates.of_decision(self.ledger.db, decision_id)
+        return _Attempt(request, estimate, decision.ceiling_usdc, mandate, number, key, execution)
 
     def _finish(
         self, attempt: _Attempt, state: State, error: str | None = None, **fields: object
@@ -154,6 +171,20 @@ class Executor:
         )
         return Executed(State.repriced, repriced, reason)
 
+    def _outside(self, attempt: _Attempt, exc: errors.OutsideMandate) -> Executed:
+        """The signer refused what was asked: nothing was signed. What can be approved goes
+        back to the operator with the difference in words and what is asked now; what no
+        approval could cover (an unreadable challenge, a compute tool off its fixed price)
+        fails."""
+        said = "; ".join(inert_line(words, 200) for words in exc.differences)
+        offer = exc.offer
+        if offer is None or exc.final:
+            return self._finish(attempt, State.failed, f"{said}; nothing was signed or paid")
+        reason = f"{said}; nothing was signed, so nothing was paid: approve it again or deny it"
+        self._finish(attempt, State.repriced, reason)
+        asked = asked_again(attempt.estimate, offer)
+        return Executed(State.repriced, asked, reason, exc.endpoint)
+
     def _succeeded(self, attempt: _Attempt, outcome: Outcome) -> Executed:
         ceiling = attempt.ceiling_usdc
         if outcome.charged_usdc > ceiling:
@@ -169,18 +200,38 @@ class Executor:
         return self._finish(attempt, State.succeeded, outcome=outcome)
 
 
+def asked_again(estimate: Estimate, offer: Offer) -> Estimate:
+    """The estimate the operator is asked to approve again: the terms asked now where the
+    refusal knows them, the quote's elsewhere."""
+    pinned = {
+        "pay_to": offer.recipient or estimate.pay_to,
+        "asset": offer.asset or estimate.asset,
+        "network": offer.network or estimate.network,
+        "scheme": offer.scheme if estimate.scheme else None,
+    }
+    chain = chain_name(offer.network) if offer.network else estimate.chain
+    if offer.chains and chain not in offer.chains:  # the proxy's: the record offers others
+        chain = offer.chains[0]
+    changed: dict[str, object] = {**pinned, "chain": chain}
+    if offer.amount_usdc is not None:
+        changed.update(amount_usdc=offer.amount_usdc, min_usdc=None, max_usdc=None)
+    elif offer.least_usdc is not None and offer.least_usdc > estimate.ceiling:
+        changed.update(
+            amount_usdc=offer.least_usdc, min_usdc=offer.least_usdc, max_usdc=offer.most_usdc
+        )
+    return estimate.model_copy(update=changed)
+
+
 def _order(attempt: _Attempt) -> Order:
-    request, estimate = attempt.request, attempt.estimate
-    assert request.endpoint is not None  # checked when the attempt started
+    if attempt.mandate is None:
+        raise errors.OutsideMandate(
+            ["this approval was made before mandates and names no recipient"],
+            Offer(),
+        )
     return Order(
-        kind=request.kind,
-        endpoint_id=request.endpoint.id,
-        dataset_id=request.dataset_id,
-        inputs=request.inputs,
-        protocol=estimate.protocol,
-        chain=estimate.chain,
-        ceiling_usdc=attempt.ceiling_usdc,
-        # Signed here with the account wallet's key, within the approval (a charged tool).
-        free=estimate.amount_usdc == 0,
+        mandate=attempt.mandate,
+        inputs=attempt.request.inputs,
+        # Nothing to sign: a free dataset, quoted at nothing.
+        free=attempt.estimate.amount_usdc == 0,
         idempotency_key=attempt.key,
     )

@@ -4,7 +4,8 @@ How many connections the sockets take comes from the process's open-file limit, 
 number: past that limit `accept` fails for everyone, the operator included. Half the limit is left
 to everything else the console opens (the ledger, logs, HTTP connections to the service, the
 embedded sandbox's side of them); of the other half a share is the operator socket's alone, so
-agents holding every connection they may still leave the operator able to decide.
+agents holding every connection they may still leave the operator able to decide. Of the agents'
+socket, one uid may hold a quarter, and a quarter is kept for registered agents.
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ class Limits:
     max_line_bytes: int = 256 * 1024  # one line, its newline included
     max_depth: int = 64  # nesting of arrays and objects in one message
     max_connections: int = 512
-    # One process before its connection speaks for an agent, one agent after: no single peer
-    # may take every connection.
+    # One uid, however many processes it runs, until a connection proves a registered agent,
+    # then that agent: no single peer may take every connection.
     max_connections_per_peer: int = 128
+    # Of `max_connections`, the room only connections proving a registered agent may take: a
+    # flood of unregistered ones (several uids at their share) leaves registered agents served.
+    reserved_for_registered: int = 0
     # A connection with nothing asked and nothing in flight (a bare newline asks nothing) is
     # closed after this long, with a `console.closing` notice; clients connect again.
     idle_timeout_s: float = 300.0
@@ -69,7 +73,13 @@ def within_open_files(open_files: int | None = None) -> tuple[Limits, Limits]:
     agents = min(MOST_AGENT_CONNECTIONS, for_sockets - operator)
     per_peer = max(4, agents // 4)
     base = Limits()
+    agents_limits = dataclasses.replace(
+        base,
+        max_connections=agents,
+        max_connections_per_peer=per_peer,
+        reserved_for_registered=agents // 4,
+    )
     return (
-        dataclasses.replace(base, max_connections=agents, max_connections_per_peer=per_peer),
+        agents_limits,
         dataclasses.replace(base, max_connections=operator, max_connections_per_peer=operator),
     )

@@ -5,21 +5,21 @@ The agents' socket serves `console.hello` and `spend.*`; the operator socket ser
 `console.hello`, `approvals.*` (`approvals.follow`: the queue's changes pushed, `broker.follow`),
 `wallet.fund_*` (funding a request that waits for funds, through
 to its single retry: `broker.funding`), `agents.sync` and the paused agents (`agents.paused`,
-`agents.resume`) and grants (`grants.list`, `grants.revoke`). Once operator accounts exist, every
-method that changes money or permissions (the decisions, `agents.resume`, `grants.revoke`,
-`wallet.fund_*`) needs an account's name and token, and what it records names that operator;
-`agents.sync` does not: it only cancels what the agents' registry already revoked, as every
-start does. A method asked of the wrong socket is
-refused, never served: an agent cannot reach an operator method whatever it says. On the agents'
-socket every call speaks for the identity the connection is bound to (`agent_access`), and
-requests, idempotency keys, waits and cancels are that identity's alone: another agent's request
-is `unknown_request`. The handlers validate their params (pydantic) and speak to the Broker; the
-transport and the framing stay in `socket_server` and `jsonrpc`.
+`agents.resume`) and grants (`grants.list`, `grants.revoke`). Every method that changes money or
+permissions (the decisions, `agents.resume`, `grants.revoke`, `wallet.fund_*`) asks
+`operator_proof` who acts: an account's name and token once accounts exist, else the passphrase,
+and where agents of the owner's own user are accepted, never nothing; what it records names who
+acted. `agents.sync` does not: it only cancels what the agents' registry already revoked, as
+every start does. A method asked of the wrong socket is refused, never served: an agent cannot
+reach an operator method whatever it says. On the agents' socket every call speaks for the
+identity the connection is bound to (`agent_access`), and requests, idempotency keys, waits and
+cancels are that identity's alone: another agent's request is `unknown_request`. The handlers
+validate their params (pydantic) and speak to the Broker; the transport and the framing stay in
+`socket_server` and `jsonrpc`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Awaitable, Callable, Iterator
@@ -41,6 +41,8 @@ from svc_console.broker.deciders import (
 from svc_console.broker.follow import Subscription, threshold_text
 from svc_console.broker.funding import Funding
 from svc_console.broker.limits import Limits
+from svc_console.broker.operator_additions import AddParams, OperatorAdditions
+from svc_console.broker.operator_proof import OperatorProof, Operators, Passphrase
 from svc_console.broker.params import (
     AgentParams,
     ApproveManyParams,
@@ -62,6 +64,7 @@ from svc_console.broker.reads import Reads
 from svc_console.broker.secret_refusal import refuse_secrets
 from svc_console.broker.service import Broker
 from svc_console.core.models import SpendRequest
+from svc_console.core.shown_facts import facts_digest
 
 PROTOCOL_VERSION = 2
 # What the console's own clients (the CLI, the MCP bridge) say in hello: they act for the agent
@@ -87,18 +90,6 @@ class Caller(Protocol):
     def cut_off(self) -> None: ...  # end the connection now (a follower fallen too far behind)
 
 
-class Passphrase(Protocol):
-    def is_set(self) -> bool: ...
-    def verify(self, candidate: str) -> bool: ...
-
-
-class Operators(Protocol):
-    """The operator accounts the console pinned at start (`config.operator_accounts`)."""
-
-    def any(self) -> bool: ...
-    def authenticate(self, name: str, token: str) -> Any: ...
-
-
 @dataclass
 class Methods:
     broker: Broker
@@ -110,6 +101,11 @@ class Methods:
 
     def __post_init__(self) -> None:
         self.reads = Reads(self.broker)
+        self.proof = OperatorProof(self.broker, self.passphrase, self.operators, self._same_user)
+
+    def _same_user(self) -> bool:
+        """Whether agents of the console owner's own user are accepted (no rules: as if so)."""
+        return self.access is None or self.access.same_user_accepted
 
     async def call(self, caller: Caller, method: str, params: dict[str, Any]) -> Any:
         entry = TABLE.get(method)
@@ -150,8 +146,7 @@ class Methods:
             )
             answer["enrolment"] = self._access().enrolment
         else:
-            answer["operators_required"] = self._accounts()
-            answer["passphrase_required"] = not self._accounts() and self._passphrase_set()
+            answer.update(self.proof.describe())
         status = getattr(self.broker.policy, "status", None)
         if status is not None:
             # A broken policy fails closed; whoever speaks to the console hears so at once.
@@ -164,7 +159,8 @@ class Methods:
         submission = SubmitParams.model_validate(params)
         identity = self._identity(caller, submission.agent)
         # Before the broker records anything.
-        refuse_secrets(submission, self.broker.market.secrets)
+        market = self.broker.market
+        refuse_secrets(submission, market.secrets, market.signer.key_forms)
         request = await self.broker.submit(
             submission.model_copy(update={"agent": identity.name}),
             verified=identity.verified,
@@ -266,12 +262,13 @@ class Methods:
 
     async def list_approvals(self, caller: Caller, params: dict[str, Any]) -> Any:
         listing = ListParams.model_validate(params)
+        # Each with the digest of the facts listed, for a decision bound to them (`seen`).
         if listing.view == "history":
-            return [public(r) for r in self.broker.history(listing.limit)]
+            return [listed(r) for r in self.broker.history(listing.limit)]
         # Under the two-person rule, who approved a pending request so far.
         approvals = self.broker.decisions.operator_approvals
         return [
-            {**public(r), "approved_by": approvals(r)} for r in self.broker.pending(listing.limit)
+            {**listed(r), "approved_by": approvals(r)} for r in self.broker.pending(listing.limit)
         ]
 
     async def follow(self, caller: Caller, params: dict[str, Any]) -> Any:
@@ -286,9 +283,9 @@ class Methods:
             "following": True,
             "buffer": self.limits.follow_buffer,
             "confirm_above_usdc": threshold_text(self.broker),
-            # As hello says them: operator accounts, once any exist, replace the passphrase.
-            "operators_required": self._accounts(),
-            "passphrase_required": not self._accounts() and self._passphrase_set(),
+            # As hello says them: what to ask for (accounts, once any exist, replace the
+            # passphrase), and why nothing would do.
+            **self.proof.describe(),
         }
 
     async def facts(self, caller: Caller, params: dict[str, Any]) -> Any:
@@ -320,12 +317,15 @@ class Methods:
             confirm_total=approval.confirm_total,
             note=approval.note,
             decider=decider,
+            seen=approval.seen,
         )
 
     async def deny_many(self, caller: Caller, params: dict[str, Any]) -> Any:
         denial = DenyManyParams.model_validate(params)
         decider = await self._decider(caller, denial.request_ids[0], denial)
-        return await self.broker.deny_many(denial.request_ids, denial.reason, decider)
+        return await self.broker.deny_many(
+            denial.request_ids, denial.reason, decider, seen=denial.seen
+        )
 
     async def fund_start(self, caller: Caller, params: dict[str, Any]) -> Any:
         """A funding checkout for what the wallet lacks of what the request needs."""
@@ -384,11 +384,25 @@ class Methods:
         decider = await self._decider(caller, None, given, passphrase=False)
         return self.broker.grants.revoke(revoke.grant_id, decider).__dict__
 
-    def _passphrase_set(self) -> bool:
-        return self.passphrase is not None and self.passphrase.is_set()
+    async def add_operator(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """An operator account added, or under a two-person rule proposed, by an operator who
+        proved it (`operator_additions`); the new token in the answer, shown once."""
+        asked = AddParams.model_validate(params)
+        if self.operators is None or not self.operators.any():
+            raise errors.OperatorRequired(
+                "the first operator account is added with svc-console operators add NAME, the"
+                " passphrase typed; nothing changed"
+            )
+        decider = await self._decider(caller, None, asked)
+        live = self.operators.live  # type: ignore[attr-defined]
+        return OperatorAdditions(self.broker, live, self.broker.clock).add(asked.name, decider)
 
-    def _accounts(self) -> bool:
-        return self.operators is not None and self.operators.any()
+    async def check(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """Whether credentials would let the caller act, checked as every act checks them (the
+        wait after wrong ones included): an attached console's sign-in or unlock asks here."""
+        given = Credentials.model_validate(params)
+        decider = await self.proof.decider(caller.peer, None, given)
+        return {"operator": decider.operator}
 
     async def _decider(
         self,
@@ -398,44 +412,9 @@ class Methods:
         *,
         passphrase: bool = True,
     ) -> Decider:
-        """Who decides over this socket. With operator accounts, an account's name and token
-        (the passphrase no longer counts); without, the passphrase once one is set: a same-user
-        agent can read every file the operator can, but not what the operator knows. A refusal
-        is kept in the audit chain. `passphrase=False`: an act the passphrase never guarded
-        (revoking a grant, funding), which only operator accounts put behind a token."""
-        decider = Decider.on_operator_socket(caller.peer)
-        if self._accounts():
-            assert self.operators is not None
-            if given.operator is not None and given.token is not None:
-                account = await asyncio.to_thread(
-                    self.operators.authenticate, given.operator, given.token
-                )
-                if account is not None:
-                    return Decider.on_operator_socket(caller.peer, account.name)
-            reason = (
-                "unknown operator or wrong token"
-                if given.operator is not None
-                else "no operator account named"
-            )
-            self.broker.refuse(request_id, reason, decider)
-            raise errors.OperatorRequired(
-                f"{reason}: this console's decisions need an operator account (--operator NAME"
-                " with its token); nothing was decided"
-            )
-        if given.operator is not None:
-            raise errors.OperatorRequired(
-                "this console has no operator accounts (svc-console operators add NAME):"
-                " drop --operator; nothing was decided"
-            )
-        if not passphrase or not self._passphrase_set():
-            return decider
-        assert self.passphrase is not None
-        typed = given.passphrase
-        if typed is not None and await asyncio.to_thread(self.passphrase.verify, typed):
-            return decider
-        reason = "wrong operator passphrase" if typed else "no operator passphrase given"
-        self.broker.refuse(request_id, reason, decider)
-        raise errors.PassphraseRequired(f"{reason}: a decision needs the operator passphrase")
+        """Who acts over this socket, proved (`operator_proof`); `passphrase=False`: an act that
+        is not a decision (revoking a grant, funding)."""
+        return await self.proof.decider(caller.peer, request_id, given, decision=passphrase)
 
 
 Handler = Callable[[Methods, Caller, dict[str, Any]], Awaitable[Any]]
@@ -472,6 +451,8 @@ TABLE: dict[str, Entry] = {
     "agents.resume": Entry(Methods.resume_agent, OPERATOR),
     "grants.list": Entry(Methods.list_grants, OPERATOR),
     "grants.revoke": Entry(Methods.revoke_grant, OPERATOR),
+    "operators.check": Entry(Methods.check, OPERATOR),
+    "operators.add": Entry(Methods.add_operator, OPERATOR),
 }
 
 
@@ -479,3 +460,8 @@ def public(request: Any) -> dict[str, Any]:
     # skill.md is for the operator's screen; agents fetch it themselves if they want it. Which
     # process submitted is the console's evidence, not the agent's business.
     return request.model_dump(mode="json", exclude={"skill", "submitter"})
+
+
+def listed(request: SpendRequest) -> dict[str, Any]:
+    """A request as `approvals.list` gives it: with the digest of its facts."""
+    return {**public(request), "digest": facts_digest(request)}

@@ -1,12 +1,13 @@
 """The parameters of each socket method, validated before anything is recorded."""
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from svc_console.core import names
 from svc_console.core.models import Kind
-from svc_console.core.money import Usdc
+from svc_console.core.money import PlainUsdc, Usdc
+from svc_console.core.shown_facts import DIGEST
 from svc_console.core.states import State
 
 MAX_PURPOSE = 2000
@@ -30,7 +31,7 @@ class SubmitParams(Params):
     dataset_id: str | None = Field(None, min_length=1, max_length=200)
     inputs: dict[str, Any]
     purpose: str = Field(min_length=1, max_length=MAX_PURPOSE)
-    max_usdc: Usdc | None = None
+    max_usdc: PlainUsdc | None = None
     idempotency_key: str | None = Field(None, min_length=1, max_length=200)
 
     @field_validator("agent")
@@ -91,7 +92,26 @@ class FundWaitParams(WaitParams):
     balance_usdc: Usdc | None = None
 
 
+# The digest of the facts a decision was made on (`core/shown_facts.py`): the broker refuses the
+# decision once the request's facts give another. Optional: a script may decide by id alone.
+Seen = Annotated[str, Field(pattern=DIGEST.pattern)]
+
+
+class Several(Params):
+    """A decision on several requests: the digest each was shown with, by request id."""
+
+    request_ids: list[str] = Field(min_length=1, max_length=500)
+    seen: dict[str, Seen] | None = None
+
+    @model_validator(mode="after")
+    def _seen_of_these(self) -> "Several":
+        if not set(self.seen or ()) <= set(self.request_ids):
+            raise ValueError("seen names a request that request_ids does not")
+        return self
+
+
 class ApproveParams(RequestParams, Credentials):
+    seen: Seen | None = None
     confirm_amount: Usdc | None = None
     note: str | None = Field(None, max_length=500)
     # For a while: also approve this agent's calls to the same endpoint, each at most this
@@ -101,21 +121,20 @@ class ApproveParams(RequestParams, Credentials):
 
 
 class DenyParams(RequestParams, Credentials):
+    seen: Seen | None = None
     reason: str = Field(min_length=1, max_length=500)
     grant_for: str | None = Field(None, max_length=20)  # also deny calls like it for a while
 
 
-class ApproveManyParams(Credentials):
+class ApproveManyParams(Several, Credentials):
     """Several pending requests approved at once: each gets its own decision; the typed
     confirmation, when the total needs one, is the total."""
 
-    request_ids: list[str] = Field(min_length=1, max_length=500)
     confirm_total: Usdc | None = None
     note: str | None = Field(None, max_length=500)
 
 
-class DenyManyParams(Credentials):
-    request_ids: list[str] = Field(min_length=1, max_length=500)
+class DenyManyParams(Several, Credentials):
     reason: str = Field(min_length=1, max_length=500)
 
 

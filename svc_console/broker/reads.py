@@ -53,7 +53,8 @@ class Reads:
                 f"{tool[:60]!r} is not a free tool: one of {', '.join(FREE_TOOLS)}"
                 " (paid tools are asked for with spend.submit)"
             )
-        refuse_secrets_in({"arguments": arguments}, self.broker.market.secrets, agent)
+        market = self.broker.market
+        refuse_secrets_in({"arguments": arguments}, market.secrets, agent, market.signer.key_forms)
         self._record(agent, tool, arguments)
         try:
             result = await self._market(self.broker.market.mcp.call_tool(tool, arguments))

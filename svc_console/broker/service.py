@@ -12,11 +12,12 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
 from svc_console.broker import errors, upkeep
+from svc_console.broker.as_shown import refuse_if_any_changed, refuse_if_changed
 from svc_console.broker.config import BrokerConfig
 from svc_console.broker.deciders import Decider
 from svc_console.broker.decisions import Decisions, approval_ceiling
@@ -265,6 +266,7 @@ class Broker:
     async def approve(self, params: ApproveParams, decider: Decider | None = None) -> SpendRequest:
         """The operator's approval; `decider` is who gives it (default: this process, the TUI)."""
         request = self._pending(params.request_id)
+        refuse_if_changed(request, params.seen)
         decider = decider or Decider.this_process(self.decisions.console_operator)
         lasting = _lasting(params.grant_for)
         if lasting is not None:
@@ -284,6 +286,7 @@ class Broker:
 
     async def deny(self, params: DenyParams, decider: Decider | None = None) -> SpendRequest:
         request = self._pending(params.request_id)
+        refuse_if_changed(request, params.seen)
         decider = decider or Decider.this_process(self.decisions.console_operator)
         lasting = _lasting(params.grant_for)
         decision = self.decisions.deny(request, params, decider)
@@ -311,13 +314,16 @@ class Broker:
         confirm_total: Decimal | None = None,
         note: str | None = None,
         decider: Decider | None = None,
+        seen: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
         """Approve several pending requests, each with its own decision and audit event, after
         one confirmation of their total (when it passes the threshold). Returns, by request, its
         state after, or why it was not approved (it expired or was cancelled meanwhile, a budget
         was spent). The total confirmed is that of every request asked for, as the operator saw
-        them: one that left the queue since is left out, never the reason to approve none."""
+        them: one that left the queue since is left out, never the reason to approve none.
+        `seen`: the digest of the facts each was shown with; one changed refuses them all."""
         requests, total = self._asked_total(request_ids)
+        refuse_if_any_changed(requests, seen)
         if self.decisions.total_confirmation_needed(total) and confirm_total != total:
             said = (
                 "type the total"
@@ -334,6 +340,7 @@ class Broker:
                 request_id=request.id,
                 confirm_amount=self.decisions.confirmation_needed(request),
                 note=note,
+                seen=(seen or {}).get(request.id),
             )
             try:
                 outcome[request.id] = str((await self.approve(params, decider)).state)
@@ -342,15 +349,24 @@ class Broker:
         return outcome
 
     async def deny_many(
-        self, request_ids: Iterable[str], reason: str, decider: Decider | None = None
+        self,
+        request_ids: Iterable[str],
+        reason: str,
+        decider: Decider | None = None,
+        seen: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
         """Deny several pending requests, each with its own decision; one that left the queue
-        meanwhile is said, and the others are denied."""
+        meanwhile is said, and the others are denied; one changed since it was shown (`seen`)
+        refuses them all."""
         requests, _total = self._asked_total(request_ids)
+        refuse_if_any_changed(requests, seen)
         outcome: dict[str, str] = {}
         for request in requests:
+            params = DenyParams(
+                request_id=request.id, reason=reason, seen=(seen or {}).get(request.id)
+            )
             try:
-                denied = await self.deny(DenyParams(request_id=request.id, reason=reason), decider)
+                denied = await self.deny(params, decider)
                 outcome[request.id] = str(denied.state)
             except errors.BrokerError as exc:
                 outcome[request.id] = f"not denied: {exc}"
@@ -422,13 +438,15 @@ class Broker:
             await self._execute(request.id)
 
     def _fail_intake(self, request_id: str, exc: Exception) -> None:
-        with contextlib.suppress(Exception):
+        try:
             self.ledger.transition(
                 request_id,
                 State.rejected,
                 at=self.clock(),
                 reason=f"internal error while inspecting ({type(exc).__name__}); see the log",
             )
+        except Exception:  # the ledger failing too: said, and recovery inspects it again
+            log.exception("the failed intake of %s could not be recorded as rejected", request_id)
 
     async def _execute(self, request_id: str) -> None:
         try:
@@ -437,9 +455,7 @@ class Broker:
             with group_commit.joined():
                 executed = await self._executor.run(request_id)
                 if executed.repriced is not None:  # nothing was paid: the operator decides again
-                    self.decisions.queue(
-                        request_id, self.clock(), estimate=executed.repriced, reason=executed.reason
-                    )
+                    self.decisions.queue(request_id, self.clock(), **executed.asked())
             await self.ledger.committed()
         except Exception:
             log.exception("execution of %s failed", request_id)

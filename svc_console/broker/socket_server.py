@@ -16,17 +16,25 @@ own bounds, announced by `console.hello` (`Limits.describe`). A line must end wi
 oversized line is refused and skipped; a connection with `max_pending_per_connection` lines
 unanswered is not read until answers go out; replies wait in a buffer of `write_buffer_bytes`,
 and a client that reads none of them for `write_timeout_s` is disconnected. Connections that hold
-a slot and ask nothing are closed after `idle_timeout_s`, and no one peer (a process, then the
-agent it speaks for) may hold more than `max_connections_per_peer`: idle connections cannot lock
-the others out. Refusals are logged at a bounded rate (`refusal_log`).
+a slot and ask nothing are closed after `idle_timeout_s`, and no one peer may hold more than
+`max_connections_per_peer`: a peer is a uid (however many processes it runs, whatever names its
+agents invent) until a connection proves it speaks for a registered agent, then that agent.
+`reserved_for_registered` connections are kept for registered agents: past the rest, a new
+connection is taken on probation and must prove a registered identity (`console.hello` with its
+token) in its first line, within `line_timeout_s`. The operator socket is another socket with
+limits of its own. Idle connections cannot lock the others out; refusals are logged at a bounded
+rate (`refusal_log`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import json
 import logging
 import os
+import socket
 import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -39,6 +47,7 @@ from svc_console.broker.deciders import Peer
 from svc_console.broker.follow import Subscription
 from svc_console.broker.limits import Limits
 from svc_console.broker.methods import Methods, Operators, Passphrase, Role
+from svc_console.broker.peer_shares import PeerKey, PeerShares
 from svc_console.broker.refusal_log import RefusalLog
 from svc_console.broker.service import Broker
 from svc_console.broker.socket_folder import prepare_folder
@@ -50,51 +59,23 @@ DEFAULT_LIMITS = Limits()
 # so a client may connect again and send what it was about to send.
 IDLE_NOTICE = "console.closing"
 
-_PeerKey = tuple[str, object]
-
-
-class _Peers:
-    """How many connections each peer holds: a process until its connection speaks for an agent,
-    then that agent (however many processes it runs in)."""
-
-    def __init__(self, cap: int):
-        self.cap = cap
-        self.held: dict[_PeerKey, int] = {}
-
-    @staticmethod
-    def key(peer: Peer | None, identity: Identity | None) -> _PeerKey:
-        if identity is not None:
-            return ("agent", identity.name)
-        return ("process", (peer.uid, peer.pid) if peer is not None else None)
-
-    def full(self, key: _PeerKey) -> bool:
-        return self.held.get(key, 0) >= self.cap
-
-    def take(self, key: _PeerKey) -> None:
-        self.held[key] = self.held.get(key, 0) + 1
-
-    def give_back(self, key: _PeerKey) -> None:
-        left = self.held.get(key, 0) - 1
-        if left > 0:
-            self.held[key] = left
-        else:
-            self.held.pop(key, None)
-
 
 @dataclass(eq=False)  # identity, not value: connections live in a set
 class _Connection:
     writer: asyncio.StreamWriter
     slots: asyncio.Semaphore  # one per line being answered
-    peers: _Peers
+    peers: PeerShares
     peer: Peer | None = None
     client: str | None = None
     waits: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _identity: Identity | None = None
-    counted: _PeerKey | None = None  # where this connection is counted, once admitted
+    counted: PeerKey | None = None  # where this connection is counted, once admitted
+    # Admitted into the room kept for registered agents: its first line must prove one.
+    probation: bool = False
     subscription: Subscription | None = None  # following the queue (`approvals.follow`)
-    send: Callable[[_Connection, dict[str, Any]], Awaitable[None]] | None = None
+    send: Callable[[_Connection, dict[str, Any]], Awaitable[None]] = field(kw_only=True)
     # (loop time) since when nothing was asked or answered: a bare newline asks nothing
     quiet_since: float = field(default_factory=lambda: asyncio.get_running_loop().time())
 
@@ -103,7 +84,6 @@ class _Connection:
 
     async def push(self, message: dict[str, Any]) -> None:
         """A notification nobody asked for on this connection (a change to a followed queue)."""
-        assert self.send is not None
         await self.send(self, message)
 
     def cut_off(self) -> None:
@@ -122,7 +102,7 @@ class _Connection:
     def identity(self, identity: Identity | None) -> None:
         """Speaking for an agent moves the connection to that agent's count: refused (Busy)
         when the agent already holds its share."""
-        key = _Peers.key(self.peer, identity)
+        key = PeerShares.key(self.peer, identity)
         if self.counted is not None and key != self.counted:
             if self.peers.full(key):
                 raise errors.Busy(
@@ -153,8 +133,9 @@ class ApprovalSocket:
         self.methods = Methods(broker, limits, role, access, passphrase, operators)
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[_Connection] = set()
-        self._peers = _Peers(limits.max_connections_per_peer)
+        self._peers = PeerShares(limits.max_connections_per_peer)
         self._refusals = RefusalLog(log)
+        self._bound: tuple[int, int] | None = None  # (device, inode) of the file bound
 
     async def start(self) -> None:
         if len(os.fsencode(self.path)) > MAX_SOCKET_PATH:
@@ -167,19 +148,21 @@ class ApprovalSocket:
                 raise OSError(f"{self.path} exists and is not a socket; refusing to replace it")
             if await _answers(self.path):
                 raise OSError(f"another broker is listening on {self.path}")
-            self.path.unlink()
-        old_umask = os.umask(0o177)  # the socket is born 0600: no window where others may connect
+            self.path.unlink()  # a socket nobody listens on: left by a broker that died
+        listener = self._bind()
         try:
             # A backlog as deep as the connections allowed: with asyncio's default (100), agents
             # connecting at once beyond it were told they were connected, then found it dead.
             self._server = await asyncio.start_unix_server(
                 self._serve,
-                path=str(self.path),
+                sock=listener,
                 limit=self.limits.max_line_bytes,
                 backlog=self.limits.max_connections,
             )
-        finally:
-            os.umask(old_umask)
+        except BaseException:
+            listener.close()
+            self._unlink_own()
+            raise
         _quiet_accept_failures(self._refusals)
         if not opened:
             self.path.chmod(0o600)
@@ -188,6 +171,25 @@ class ApprovalSocket:
         else:
             os.chown(self.path, -1, settings.gid)
             self.path.chmod(0o660)
+
+    def _bind(self) -> socket.socket:
+        """A listening socket bound at the path, which must be free: bound here, not by asyncio,
+        which removes any socket file it finds there first (another broker's, started since the
+        check above). What was bound is remembered, so that only it is ever unlinked."""
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)  # the socket is born 0600: no window where others may connect
+        try:
+            listener.bind(str(self.path))
+        except OSError as exc:
+            listener.close()
+            if exc.errno == errno.EADDRINUSE:
+                raise OSError(f"{self.path} was taken while this broker started") from None
+            raise
+        finally:
+            os.umask(old_umask)
+        made = self.path.lstat()
+        self._bound = (made.st_dev, made.st_ino)
+        return listener
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -200,8 +202,18 @@ class ApprovalSocket:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
             self._server = None
+        self._unlink_own()
+
+    def _unlink_own(self) -> None:
+        """Remove the socket file this broker bound, and nothing else: a start refused for a
+        file or another broker's socket at the path leaves it as it was."""
+        bound, self._bound = self._bound, None
+        if bound is None:
+            return
         with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+            found = self.path.lstat()
+            if (found.st_dev, found.st_ino) == bound:
+                self.path.unlink()
 
     def _admission(self, peer: Peer | None) -> errors.BrokerError | None:
         """Why a new connection is refused (logged, at a bounded rate), or None."""
@@ -212,12 +224,18 @@ class ApprovalSocket:
             return errors.NotAuthorised(reason)
         if len(self._connections) >= self.limits.max_connections:
             message = f"too many connections (at most {self.limits.max_connections})"
-        elif self._peers.full(_Peers.key(peer, None)):
-            message = f"too many connections from one process (at most {self._peers.cap})"
+        elif self._peers.full(PeerShares.key(peer, None)):
+            uid = f"uid {peer.uid}" if peer is not None else "one peer"
+            message = f"too many connections from {uid} (at most {self._peers.cap})"
         else:
             return None
         self._refusals.refused("busy", f"{self.role} socket refused {who}: {message}")
         return errors.Busy(message)
+
+    def _on_probation(self) -> bool:
+        """Whether a connection admitted now takes the room kept for registered agents."""
+        unproven_room = self.limits.max_connections - self.limits.reserved_for_registered
+        return self._peers.unproven >= unproven_room
 
     def _refusal(self, peer: Peer | None) -> str | None:
         """Why this peer may not use this socket, or None."""
@@ -245,8 +263,9 @@ class ApprovalSocket:
             await self._send(connection, jsonrpc.error_reply(None, refused))
             writer.close()
             return
+        connection.probation = self._on_probation()
         self._connections.add(connection)
-        connection.counted = _Peers.key(peer, None)
+        connection.counted = PeerShares.key(peer, None)
         self._peers.take(connection.counted)
         try:
             await self._read_lines(connection, reader)
@@ -297,6 +316,10 @@ class ApprovalSocket:
             if len(line) > limits.max_line_bytes:
                 await self._send(connection, jsonrpc.error_reply(None, self._too_large()))
                 continue
+            if connection.probation and line.strip():
+                if not await self._proves_registered(connection, line):
+                    return
+                continue
             if line.strip():
                 connection.stir()
                 # Past this many unanswered lines the connection is not read: backpressure.
@@ -313,7 +336,10 @@ class ApprovalSocket:
         idleness)."""
         loop = asyncio.get_running_loop()
         while True:
-            left = connection.quiet_since + self.limits.idle_timeout_s - loop.time()
+            # On probation, the first line is owed within a line's time.
+            patience = self.limits.line_timeout_s if connection.probation else None
+            patience = patience or self.limits.idle_timeout_s
+            left = connection.quiet_since + patience - loop.time()
             try:
                 async with asyncio.timeout(max(0.0, left)):
                     return await reader.read(1)
@@ -322,9 +348,9 @@ class ApprovalSocket:
                     # A call under way (a long spend.wait), or a console following the queue,
                     # is not idleness.
                     connection.stir()
-                if connection.quiet_since + self.limits.idle_timeout_s > loop.time():
+                if connection.quiet_since + patience > loop.time():
                     continue
-                seconds = f"{self.limits.idle_timeout_s:g}"
+                seconds = f"{patience:g}"
                 await self._send(
                     connection,
                     {
@@ -338,6 +364,22 @@ class ApprovalSocket:
                     },
                 )
                 return b""
+
+    async def _proves_registered(self, connection: _Connection, line: bytes) -> bool:
+        """A connection on probation: its first line is answered only if it is `console.hello`,
+        and it stays only if that bound a registered agent (a token, or a registered uid)."""
+        if _method_of(line) == "console.hello":
+            await self._answer(connection, line)
+            identity = connection.identity
+            if identity is not None and identity.verified:
+                connection.probation = False
+                return True
+        message = (
+            "the socket is full but for the room kept for registered agents: say console.hello"
+            " with an agent's token first"
+        )
+        await self._send(connection, jsonrpc.error_reply(None, errors.Busy(message)))
+        return False
 
     def _too_large(self) -> errors.BrokerError:
         return errors.TooLarge(f"a line may hold at most {self.limits.max_line_bytes} bytes")
@@ -395,6 +437,14 @@ def _quiet_accept_failures(refusals: RefusalLog) -> None:
 
     handler.quiets_accept_failures = True  # type: ignore[attr-defined]
     loop.set_exception_handler(handler)
+
+
+def _method_of(line: bytes) -> object:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message.get("method") if isinstance(message, dict) else None
 
 
 async def _answers(path: Path) -> bool:

@@ -1,6 +1,14 @@
 """The two-person rule (SKILLS.md `two_person: {above_usdc: X}`): above that ceiling, two
 different operators approve before a request is approved.
 
+Two accounts are two people only as far as the console can tell (invariant 13): an account
+created by one of the two approvers (who added it, or seconded adding it), or two accounts
+created by the same account, never count as two. So one operator cannot approve twice with an
+account they made (`operators add alice2 --operator alice`), nor with two of them; and under the
+rule, adding an account needs a second operator (`broker.operator_additions`). What it cannot
+tell is who holds a token: accounts made by different operators, whose tokens one person holds,
+still count as two (docs/operators.md).
+
 The first approval is an `operator_approval` event in the audit chain and the request stays
 pending; the second, by another operator, commits the decision, which names both. Neither may be
 the operator who registered the asking agent; a named operator is needed (an account's, or the
@@ -21,7 +29,7 @@ from decimal import Decimal
 from svc_console.broker import errors
 from svc_console.broker.deciders import Decider
 from svc_console.core import names
-from svc_console.core.models import SpendRequest
+from svc_console.core.models import Evidence, SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.states import State
 from svc_console.ledger import Ledger
@@ -48,11 +56,21 @@ def approvals(
 ) -> list[str]:
     """The operators who approved `request` so far, first first, as it stands now; an approval
     by an operator whose account was `removed` since no longer counts."""
+    return list(approved_by(ledger, request, ceiling, removed))
+
+
+def approved_by(
+    ledger: Ledger,
+    request: SpendRequest,
+    ceiling: Decimal,
+    removed: Callable[[str], bool] = lambda name: False,
+) -> dict[str, Evidence]:
+    """`approvals`, each with the evidence recorded with it (what a mandate names)."""
     rows = ledger.db.execute(
         "SELECT data FROM events WHERE request_id = ? AND type = ? ORDER BY seq",
         [request.id, KIND],
     ).fetchall()
-    approvers = []
+    found: dict[str, Evidence] = {}
     for (data,) in rows:
         approval = json.loads(data)
         # Another stay in the queue (after a re-price) or another ceiling: another question.
@@ -60,8 +78,9 @@ def approvals(
         same = same and approval.get("ceiling_usdc") == str(ceiling)
         if same and not removed(approval["operator"]):
             # In the one form names compare in (a first approval recorded before there was one).
-            approvers.append(names.fold(approval["operator"]))
-    return approvers
+            who = names.fold(approval["operator"])
+            found.setdefault(who, Evidence.model_validate(approval["evidence"]))
+    return found
 
 
 def second_needed(
@@ -74,6 +93,7 @@ def second_needed(
     registrant: Callable[[str], str | None],
     removed: Callable[[str], bool],
     refuse: Callable[[str], None],
+    creators: Callable[[str], frozenset[str]] = lambda name: frozenset(),
 ) -> list[str] | None:
     """Check `decider` may approve under the rule. Returns the names of the approvals the
     decision will carry (the first one's and this one's) when this approval completes it; None
@@ -106,8 +126,32 @@ def second_needed(
             f"{reason}: the two-person rule needs a second, different operator; nothing changed"
         )
     if so_far:
-        return [so_far[0], who]
+        first = so_far[0]
+        why = not_two_people(first, who, creators)
+        if why is not None:
+            reason = f"operators {first} and {who} do not count as two people: {why}"
+            refuse(reason)
+            raise errors.SecondOperatorRequired(
+                f"{reason}; the two-person rule needs an operator whose account neither of you"
+                " created; nothing changed"
+            )
+        return [first, who]
     _record_first(ledger, request, ceiling, decider, at)
+    return None
+
+
+def not_two_people(
+    first: str, second: str, creators: Callable[[str], frozenset[str]]
+) -> str | None:
+    """Why two approvers' accounts may be one person's, or None when they count as two."""
+    made_first, made_second = creators(first), creators(second)
+    if first in made_second:
+        return f"{first} created {second}'s account"
+    if second in made_first:
+        return f"{second} created {first}'s account"
+    shared = sorted(made_first & made_second)
+    if shared:
+        return f"{shared[0]} created both accounts"
     return None
 
 

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from svc_console.cli.arguments import timeout, usdc
 from svc_console.cli.errors import EXIT_BY_STATE, EXIT_USAGE, CommandError
 from svc_console.cli.socket_client import call, connect
 
@@ -30,10 +31,12 @@ def add_commands(commands: Any) -> None:
         help="the agent's name (default: the one SVC_AGENT_TOKEN belongs to; without a token,"
         " cli, accepted only where enrolment is open)",
     )
-    submit.add_argument("--max-usdc", help="the most the agent is willing to pay")
+    submit.add_argument(
+        "--max-usdc", type=usdc, help="the most the agent is willing to pay (a plain decimal)"
+    )
     submit.add_argument("--idempotency-key", help="the same key returns the same request")
     submit.add_argument("--wait", action="store_true", help="block until the request ends")
-    submit.add_argument("--timeout", type=float, help="with --wait: give up after S seconds")
+    submit.add_argument("--timeout", type=timeout, help="with --wait: give up after S seconds")
     submit.add_argument("--json", action="store_true", help="print the request as JSON")
     submit.set_defaults(run=run_submit)
 
@@ -86,9 +89,9 @@ def _past_intake(agent: Any, request_id: str) -> dict[str, Any]:
     request = agent.get(request_id)
     while request["state"] in _INTAKE and time.monotonic() < deadline:
         left = max(0.1, deadline - time.monotonic())
-        request = agent.call(
-            "spend.wait", {"request_id": request_id, "timeout_s": left, "until": "change"}
-        )
+        # `seen`: a change between the read and the wait is answered at once, not missed.
+        said = {"request_id": request_id, "timeout_s": left, "until": "change"}
+        request = agent.call("spend.wait", {**said, "seen": request["state"]})
     return request
 
 

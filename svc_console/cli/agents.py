@@ -19,6 +19,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from svc_console.cli.arguments import uid
 from svc_console.cli.errors import EXIT_USAGE, CommandError
 from svc_console.cli.operators import identity_options
 
@@ -30,7 +31,7 @@ def add_commands(commands: Any) -> None:
     add = agents.add_parser("add", help="register an agent and print its token once")
     add.add_argument("name")
     add.add_argument(
-        "--uid", type=int, help="the user the agent runs as: recognised by that uid alone"
+        "--uid", type=uid, help="the user the agent runs as: recognised by that uid alone"
     )
     identity_options(add, "once operator accounts exist: who registers it")
     add.set_defaults(run=run_add)
@@ -95,8 +96,6 @@ def run_add(args: argparse.Namespace) -> int:
             " Run the agent as another user, or register it without --uid",
             EXIT_USAGE,
         )
-    if args.uid is not None and args.uid < 0:
-        raise CommandError("--uid must be a user id (0 or more)", EXIT_USAGE)
     from svc_console.cli.operators import proven_operator
 
     name = _name(args.name)

@@ -1,4 +1,5 @@
-"""`svc-console approvals list / approve / deny`: headless decisions, under the TUI's rules."""
+"""`svc-console approvals list / show / approve / deny`: headless decisions, under the TUI's
+rules; `show ID --mandate` prints the mandate an approval produced (read from the ledger)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,27 @@ def add_commands(commands: Any) -> None:
     listing = approvals.add_parser("list", help="requests waiting for a decision")
     listing.add_argument("--history", action="store_true", help="decided requests instead")
     listing.add_argument("--limit", type=int, default=100)
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument(
+        "--json",
+        action="store_true",
+        help="as JSON, each request with the digest of its facts as listed (for --seen)",
+    )
     listing.set_defaults(run=run_list)
+    show = approvals.add_parser(
+        "show",
+        help="one request as the ledger holds it; --mandate: what its approval lets be paid",
+        description="Read one request from the ledger (read-only, beside a running console): "
+        "the console's facts, where the money goes, and the decision. With --mandate, the JSON "
+        "of the mandate its latest approval produced, for `svc-console mandate verify`.",
+    )
+    show.add_argument("request_id", metavar="ID")
+    show.add_argument(
+        "--mandate", action="store_true", help="print the approval's mandate (JSON) instead"
+    )
+    from svc_console.cli.mandate import ledger_option
+
+    ledger_option(show)
+    show.set_defaults(run=run_show)
     approve = approvals.add_parser(
         "approve", help="approve pending requests (several: each its own decision)"
     )
@@ -31,6 +51,7 @@ def add_commands(commands: Any) -> None:
         help="the amount, typed, when the request is above the threshold (several: their total)",
     )
     approve.add_argument("--note")
+    seen_option(approve, "approved")
     approve.add_argument(
         "--for",
         dest="grant_for",
@@ -52,6 +73,7 @@ def add_commands(commands: Any) -> None:
     deny = approvals.add_parser("deny", help="deny pending requests")
     deny.add_argument("request_ids", nargs="+", metavar="ID")
     deny.add_argument("--reason", required=True)
+    seen_option(deny, "denied")
     deny.add_argument(
         "--for",
         dest="grant_for",
@@ -60,6 +82,39 @@ def add_commands(commands: Any) -> None:
     )
     identity_options(deny, "with operator accounts: who denies")
     deny.set_defaults(run=run_deny)
+
+
+def seen_option(parser: argparse.ArgumentParser, done: str) -> None:
+    parser.add_argument(
+        "--seen",
+        action="append",
+        metavar="DIGEST",
+        help=f"the digest `approvals list --json` gave with the request (once per ID, in"
+        f" order): nothing is {done} if the request changed since (repriced, re-quoted, its"
+        " verdict changed). Optional: without it the request is decided by its id alone,"
+        " as it is now",
+    )
+
+
+def seen_of(args: argparse.Namespace) -> dict[str, str]:
+    """The digests given, by request id; a count that does not match the ids is a usage error."""
+    from svc_console.core.shown_facts import DIGEST
+
+    digests = args.seen or []
+    for digest in digests:
+        if not DIGEST.match(digest):
+            raise CommandError(
+                f"--seen takes a digest as `approvals list --json` gives it (64 hex digits),"
+                f" not {digest[:70]!r}; nothing was decided",
+                EXIT_USAGE,
+            )
+    if digests and len(digests) != len(args.request_ids):
+        raise CommandError(
+            f"--seen is given once per ID, in order: {len(args.request_ids)} IDs,"
+            f" {len(digests)} --seen; nothing was decided",
+            EXIT_USAGE,
+        )
+    return dict(zip(args.request_ids, digests, strict=False))
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -82,23 +137,93 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_show(args: argparse.Namespace) -> int:
+    from svc_console.cli.mandate import ledger_location
+    from svc_console.core.sanitize import inert_line
+    from svc_console.ledger import mandates
+    from svc_console.ledger.readers import ReadError, open_reader
+    from svc_console.ledger.request_reads import RequestView
+
+    path, url = ledger_location(args.ledger)
+    if url is None and not path.is_file():
+        raise CommandError(f"no ledger at {inert_line(str(path), 200)}", EXIT_USAGE)
+    request_id = inert_line(args.request_id, 40)
+    try:
+        conn = open_reader(path, url)
+        try:
+            request = RequestView(conn).get(args.request_id)
+            mandate = mandates.latest(conn, args.request_id)
+        finally:
+            conn.close()
+    except ReadError as exc:  # either engine's (the PostgreSQL reader raises them as these)
+        said = inert_line(str(exc), 200)
+        raise CommandError(f"cannot read the ledger: {said}", EXIT_USAGE) from None
+    if request is None:
+        raise CommandError(f"no request {request_id} in the ledger", EXIT_USAGE)
+    if args.mandate:
+        if mandate is None:
+            raise CommandError(f"{request_id} has no approval with a mandate", EXIT_USAGE)
+        print(mandate.printed())
+        return 0
+    for line in request_lines(request, mandate):
+        print(line)
+    return 0
+
+
+def request_lines(request: Any, mandate: Any) -> list[str]:
+    """A request in lines: the console's facts first, what the agent wrote last, cut."""
+    from svc_console.core.mandate import pays_to
+    from svc_console.core.money import format_usdc
+    from svc_console.core.sanitize import inert_line
+
+    endpoint, estimate, decision = request.endpoint, request.estimate, request.decision
+    rows = [
+        ("state", str(request.state)),
+        ("endpoint", request.endpoint_id or request.dataset_id or str(request.kind)),
+        ("provider", endpoint.provider_name if endpoint else "not inspected"),
+        (
+            "cost",
+            f"{format_usdc(estimate.amount_usdc)} USDC on {estimate.chain}" if estimate else "-",
+        ),
+        ("pays to", pays_to(request.kind, estimate, endpoint)),
+        ("agent", request.agent + ("" if request.agent_verified else " (unverified)")),
+    ]
+    if decision is not None:
+        verb = "approved" if decision.approved else "denied"
+        rows.append(("decision", f"{verb} by {decision.by}"))
+    if mandate is not None:
+        rows.append(("mandate", f"sha256 {mandate.digest}, valid until {mandate_until(mandate)}"))
+    lines = [request.id]
+    lines += [f"  {label:<9} {inert_line(value, 120)}" for label, value in rows]
+    lines.append(f"  agent wrote | {inert_line(request.purpose, 100)}")
+    return lines
+
+
+def mandate_until(mandate: Any) -> str:
+    from svc_console.core.mandate import utc_text
+
+    return utc_text(mandate.valid_until)
+
+
 def as_operator(
     agent: Any, args: argparse.Namespace, params: dict[str, Any], *, passphrase: bool = True
 ) -> dict[str, Any]:
-    """Who decides: with operator accounts, `--operator NAME` and its token (the console checks
-    them); else, with an operator passphrase set (and asked for by the method: `passphrase`),
-    the passphrase typed on the terminal: an agent running as this user can read every file,
-    but not what the operator knows."""
+    """Who acts: with operator accounts, `--operator NAME` and its token (the console checks
+    them); else, with an operator passphrase set, the passphrase typed on the terminal, for a
+    decision (`passphrase`) or, where agents of this user are accepted, for any act: such an
+    agent can read every file, but not what the operator knows. With neither set there, the
+    console refuses and says how to set one."""
     given = credentials(args)
     if given is not None:
         return {**params, "operator": given[0], "token": given[1]}
-    if agent.hello_info.get("operators_required"):
+    said = agent.hello_info
+    if said.get("operators_required"):
         raise CommandError(
             "this console's decisions need an operator account: --operator NAME, with its token"
             " in SVC_OPERATOR_TOKEN or --token-file FILE; nothing was decided",
             EXIT_USAGE,
         )
-    if passphrase and agent.hello_info.get("passphrase_required"):
+    if said.get("passphrase_required") and (passphrase or said.get("credential_required")):
         from svc_console.cli.tty import read_secret
 
         params = {**params, "passphrase": read_secret("operator passphrase: ")}
@@ -111,7 +236,11 @@ def run_approve(args: argparse.Namespace) -> int:
     args.request_id = args.request_ids[0]
     if args.always or args.policy or args.daily:
         return _approve_always(args)
-    params = {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
+    params = {
+        "request_id": args.request_id,
+        "confirm_amount": args.confirm_amount,
+        "seen": seen_of(args).get(args.request_id),
+    }
     if args.note:
         params["note"] = args.note
     if args.total is not None and args.grant_for is None:
@@ -159,6 +288,7 @@ def _approve_always(args: argparse.Namespace) -> int:
         raise CommandError(
             f"--daily must be an amount of USDC, got {args.daily!r}", EXIT_USAGE
         ) from None
+    given = seen_of(args)
     paths = resolve_paths()
     with connect(None, operator=True) as agent:
         waiting = call(lambda: agent.call("approvals.list", {"view": "pending", "limit": 1000}))
@@ -185,9 +315,10 @@ def _approve_always(args: argparse.Namespace) -> int:
             )
         for line in proposal.diff:
             print(inert_line(line, 300))
-        params = as_operator(
-            agent, args, {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
-        )
+        # The rule was made from the request as listed: approved only as it was.
+        seen = given.get(args.request_id, found.get("digest"))
+        approval = {"request_id": args.request_id, "confirm_amount": args.confirm_amount}
+        params = as_operator(agent, args, {**approval, "seen": seen})
         unwritten = "; nothing was approved or written"
         request = _approving(
             agent, "approvals.approve", params, _type_it(args.request_id, unwritten)
@@ -202,7 +333,11 @@ def _approve_many(args: argparse.Namespace) -> int:
     """Several requests, one confirmation of their total; each gets its own decision."""
     if args.grant_for is not None or args.total is not None:
         raise CommandError("--for and --total go with one request, not several", EXIT_USAGE)
-    params = {"request_ids": args.request_ids, "confirm_total": args.confirm_amount}
+    params = {
+        "request_ids": args.request_ids,
+        "confirm_total": args.confirm_amount,
+        "seen": seen_of(args) or None,
+    }
     if args.note:
         params["note"] = args.note
     with connect(None, operator=True) as agent:
@@ -246,17 +381,22 @@ def _print_outcome(outcome: dict[str, str]) -> int:
 
 
 def run_deny(args: argparse.Namespace) -> int:
+    seen = seen_of(args)
     if len(args.request_ids) > 1:
         if args.grant_for is not None:
             raise CommandError("--for goes with one request, not several", EXIT_USAGE)
         with connect(None, operator=True) as agent:
             denial = {"request_ids": args.request_ids, "reason": args.reason}
+            if seen:
+                denial["seen"] = seen
             params = as_operator(agent, args, denial)
             outcome = call(lambda: agent.call("approvals.deny_many", params))
         return _print_outcome(outcome)
     args.request_id = args.request_ids[0]
     with connect(None, operator=True) as agent:
         denial = {"request_id": args.request_id, "reason": args.reason}
+        if seen:
+            denial["seen"] = seen[args.request_id]
         if args.grant_for is not None:
             denial["grant_for"] = args.grant_for
         params = as_operator(agent, args, denial)

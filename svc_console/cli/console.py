@@ -9,7 +9,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from svc_console.cli.errors import CommandError
+from svc_console.cli.arguments import port
+from svc_console.cli.errors import EXIT_USAGE, CommandError
 
 
 def add_commands(parser: argparse.ArgumentParser, commands: Any) -> None:
@@ -23,10 +24,22 @@ def add_commands(parser: argparse.ArgumentParser, commands: Any) -> None:
     serve = commands.add_parser("serve", help="the broker headless: socket, pipeline, executor")
     serve.set_defaults(run=run_serve)
     _policy_option(serve)
+    serve.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (off by default; loopback"
+        " only unless --metrics-allow-remote)",
+    )
+    serve.add_argument(
+        "--metrics-allow-remote",
+        action="store_true",
+        help="let --metrics listen on a non-loopback address: plain HTTP, no login, readable by"
+        " anyone who reaches it",
+    )
 
     sandbox = commands.add_parser("sandbox", help="the sandbox marketplace alone, on loopback")
     sandbox.add_argument("--host", default="127.0.0.1")
-    sandbox.add_argument("--port", type=int, default=8402)
+    sandbox.add_argument("--port", type=port, default=8402, help="0: any free port")
     sandbox.set_defaults(run=run_sandbox)
 
 
@@ -41,6 +54,29 @@ def _policy_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _metrics_at(args: argparse.Namespace) -> tuple[str, int] | None:
+    """`--metrics HOST:PORT`, checked: loopback unless told otherwise."""
+    if args.metrics is None:
+        if args.metrics_allow_remote:
+            raise CommandError("--metrics-allow-remote goes with --metrics HOST:PORT", EXIT_USAGE)
+        return None
+    from svc_console.cli.web import is_loopback
+
+    host, _, port = args.metrics.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise CommandError("--metrics must be HOST:PORT, such as 127.0.0.1:9464", EXIT_USAGE)
+    if not is_loopback(host) and not args.metrics_allow_remote:
+        raise CommandError(
+            f"--metrics {args.metrics}: {host} is not a loopback address, and metrics are plain"
+            " HTTP with no login (the queue, agents' names, spend). Keep 127.0.0.1 and let"
+            " Prometheus scrape through an SSH tunnel, or add --metrics-allow-remote if the"
+            " network in between is yours",
+            EXIT_USAGE,
+        )
+    return host, int(port)
+
+
 def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
     from svc_console.broker.config import BrokerConfig
     from svc_console.config import logs
@@ -52,6 +88,7 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
     from svc_console.config.paths import resolve_paths
     from svc_console.config.policy_files import policy_files
     from svc_console.config.service import service_config
+    from svc_console.config.slack_settings import slack_settings
     from svc_console.core.private_files import NotPrivate
     from svc_console.runtime import Runtime
 
@@ -67,6 +104,7 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
         agents = agent_settings(paths.settings)
         notify = notify_settings(paths.settings)
         operator = console_operator(paths.settings)
+        slack = slack_settings(paths.settings)
         # A broken accounts file is said before anything starts, not at the sockets' opening.
         OperatorAccounts(paths.operator_accounts).accounts()
     except (SettingsError, AccountsError, NotPrivate) as exc:
@@ -82,6 +120,7 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
         policy_optional=optional,
         agent_settings=agents,
         notify=notify,
+        slack_settings=slack,
         console_operator=operator,
     )
 
@@ -132,7 +171,9 @@ def run_serve(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
+    metrics_at = _metrics_at(args)
     runtime = _runtime(policy=getattr(args, "policy", ()))
+    runtime.metrics_at = metrics_at
 
     async def serve() -> None:
         from svc_console.ledger import LedgerRefused
@@ -155,9 +196,15 @@ def run_serve(args: argparse.Namespace) -> int:
         where = f"the sandbox at {market.base_url}" if market.sandbox else market.base_url
         print(f"svc-console: broker on {runtime.paths.socket}, speaking to {where}", flush=True)
         print(f"svc-console: operator socket {runtime.paths.operator_socket}", flush=True)
+        if runtime.metrics is not None:
+            print(f"svc-console: metrics at {runtime.metrics.url}", flush=True)
+        if runtime.slack is not None:
+            channel = runtime.slack.settings.channel
+            print(f"svc-console: approvals from Slack, posted to channel {channel}", flush=True)
         _tell_policy_errors(runtime.policy)
-        if runtime.agent_warning:
-            print(f"svc-console: warning: {runtime.agent_warning}", file=sys.stderr, flush=True)
+        advice = same_user_advice(runtime)
+        if advice is not None:
+            print(f"svc-console: warning: {advice}", file=sys.stderr, flush=True)
         try:
             await stop.wait()
         finally:
@@ -167,6 +214,27 @@ def run_serve(args: argparse.Namespace) -> int:
 
     asyncio.run(serve())
     return 0
+
+
+def same_user_advice(runtime: Any) -> str | None:
+    """What `serve` says where agents of the operator's own user are accepted, from the
+    credentials it started with: a passphrase already set, or operator accounts, are not advised
+    again."""
+    if runtime.agent_warning is None:
+        return None
+    import os
+
+    said = (
+        f"agents running as your own user (uid {os.getuid()}) are accepted: they can read every"
+        " file you can."
+    )
+    if runtime.operators is not None and runtime.operators.any():
+        guard = " Operator accounts' tokens guard decisions outside the console;"
+    elif runtime.passphrase is not None and runtime.passphrase.is_set():
+        guard = " The operator passphrase guards decisions outside the console;"
+    else:
+        guard = " Set an operator passphrase (svc-console operators passwd), and"
+    return f"{said}{guard} run agents as another user (README: Keeping agents apart)."
 
 
 def _left_pending(runtime: Any) -> str:

@@ -13,6 +13,7 @@ from svc_console.cli import (
     audit,
     console,
     grants,
+    mandate,
     mcp,
     onboarding,
     operators,
@@ -21,13 +22,14 @@ from svc_console.cli import (
     wallet,
     web,
 )
+from svc_console.cli.arguments import Parser
 from svc_console.cli.errors import CommandError
 
 
 def parser() -> argparse.ArgumentParser:
     from svc_console import __version__
 
-    top = argparse.ArgumentParser(
+    top = Parser(
         prog="svc-console",
         description="Approve, deny and audit what AI agents spend on the Agent Data and API "
         "Marketplace. With no command: the console (TUI).",
@@ -44,6 +46,7 @@ def parser() -> argparse.ArgumentParser:
         operators,
         onboarding,
         audit,
+        mandate,
         policy,
         usage,
         mcp,

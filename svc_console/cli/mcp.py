@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from svc_console.cli.arguments import loopback_address
 from svc_console.cli.errors import EXIT_USAGE, CommandError
 from svc_console.cli.socket_client import CLIENT
 
@@ -34,6 +35,7 @@ def add_commands(commands: Any) -> None:
     )
     mcp.add_argument(
         "--http",
+        type=loopback_address,
         metavar="HOST:PORT",
         help="serve Streamable HTTP at http://HOST:PORT/mcp (loopback only) instead of stdio",
     )
@@ -47,7 +49,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     from svc_console.config.paths import resolve_paths
 
     token = _token(args.token_file)
-    where = _loopback(args.http) if args.http else None
+    where = args.http
     if where is not None and not token:
         raise CommandError(
             "--http needs the agent's token (SVC_AGENT_TOKEN or --token-file)", EXIT_USAGE
@@ -97,12 +99,3 @@ def _token(path: Path | None) -> str:
         raise CommandError(str(exc), EXIT_USAGE) from None
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror}", EXIT_USAGE) from None
-
-
-def _loopback(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if host not in ("127.0.0.1", "localhost", "::1", "[::1]") or not port.isdigit():
-        raise CommandError(
-            "--http must be a loopback HOST:PORT, such as 127.0.0.1:8765", EXIT_USAGE
-        )
-    return host.strip("[]"), int(port)

@@ -1,11 +1,13 @@
-"""`svc-console operators add / list / remove / passwd`: operator accounts, and the passphrase a
-console without accounts uses.
+"""`svc-console operators add / list / remove / link / passwd`: operator accounts (and the Slack
+user each may decide as), and the passphrase a console without accounts uses.
 
-Without accounts, a decision over the operator socket needs the passphrase (once one is set).
-Once any account exists, it needs an account: `--operator NAME` and that account's token
-(`SVC_OPERATOR_TOKEN`, or an owner-only `--token-file`), and the passphrase no longer applies
-there. Adding or removing an account then takes an account's token too: an agent running as the
-operator's user can run this command as well as anyone.
+Without accounts, a decision over the operator socket needs the passphrase (once one is set;
+always, where agents of the operator's own user are accepted). Once any account exists, it needs
+an account: `--operator NAME` and that account's token (`SVC_OPERATOR_TOKEN`, or an owner-only
+`--token-file`), and the passphrase no longer applies there. Adding or removing an account then
+takes an account's token too: an agent running as the operator's user can run this command as
+well as anyone. While a console runs, an account is added through it, as a decision in its audit
+chain; where a policy holds a two-person rule, by two operators (docs/operators.md).
 """
 
 from __future__ import annotations
@@ -38,6 +40,15 @@ def add_commands(commands: Any) -> None:
     remove.add_argument("name")
     identity_options(remove, "the operator removing it (an account's token)")
     remove.set_defaults(run=run_remove)
+    link = operators.add_parser(
+        "link", help="let a Slack user decide as this operator (settings.toml [slack])"
+    )
+    link.add_argument("name")
+    link.add_argument(
+        "--slack", required=True, metavar="USER_ID", help="the Slack user's member id (U012AB3CD)"
+    )
+    identity_options(link, "the operator linking it (an account's token)")
+    link.set_defaults(run=run_link)
     passwd = operators.add_parser(
         "passwd", help="set or change the operator passphrase (typed on the terminal)"
     )
@@ -138,14 +149,25 @@ def _check_passphrase(doing: str) -> None:
 
 def run_add(args: argparse.Namespace) -> int:
     first = _changing(lambda accounts: not accounts.any())
-    by = proven_operator(args, f"adding operator {args.name}")
     if first:
+        proven_operator(args, f"adding operator {args.name}")  # --operator: none exists yet
         _check_passphrase(f"adding operator {args.name}")
-    token = _changing(lambda accounts: accounts.add(args.name, added_by=by))
+        token = _changing(lambda accounts: accounts.add(args.name))
+    elif _broker_runs():
+        token = _add_through_the_console(args)
+        if token is None:
+            return 0
+    else:
+        rule = _two_person_rule()
+        if rule is not None:
+            raise CommandError(rule, EXIT_USAGE)
+        by = proven_operator(args, f"adding operator {args.name}")
+        token = _changing(lambda accounts: accounts.add(args.name, added_by=by))
     print(token)
     print(
         f"the token of operator {args.name}, shown this once: keep it as SVC_OPERATOR_TOKEN or"
-        " in an owner-only file for --token-file",
+        " in an owner-only file for --token-file (a running console trusts it from its next"
+        " start)",
         file=sys.stderr,
     )
     if first:
@@ -157,10 +179,82 @@ def run_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _broker_runs() -> bool:
+    from svc_console.config.paths import resolve_paths
+    from svc_console.services.broker_probe import running_broker
+
+    return running_broker(resolve_paths().operator_socket) is not None
+
+
+def _add_through_the_console(args: argparse.Namespace) -> str | None:
+    """Ask the running console to add the account, recorded in its audit chain: the new token,
+    or None when, under a two-person rule, this was the first operator's asking."""
+    from svc_console.cli.socket_client import call, connect
+
+    given = credentials(args)
+    if given is None:
+        raise CommandError(
+            f"adding operator {args.name} needs an operator account: --operator NAME with its"
+            " token",
+            EXIT_USAGE,
+        )
+    asked = {"name": args.name, "operator": given[0], "token": given[1]}
+    with connect(None, operator=True) as line:
+        said = call(lambda: line.call("operators.add", asked))
+    if said["state"] == "proposed":
+        print(
+            f"operator {args.name}: asked by {given[0]}. A policy holds a two-person rule, so a"
+            f" second operator adds it: svc-console operators add {args.name} --operator NAME"
+            " (that operator's own token); the token is shown to them"
+        )
+        return None
+    by = " and ".join(said["by"])
+    print(f"operator {args.name} added by {by}", file=sys.stderr)
+    return str(said["token"])
+
+
+def _two_person_rule() -> str | None:
+    """Why no account may be added without a running console: a policy in force holds a
+    two-person rule (or cannot be read, so might), and adding one is then a decision of two
+    operators that the console records. None when no rule stands in the way."""
+    from svc_console.config.errors import SettingsError
+    from svc_console.config.paths import resolve_paths
+    from svc_console.config.policy_files import policy_files
+    from svc_console.policy.errors import PolicyInvalid
+    from svc_console.policy.loader import load_paths
+
+    start = "start the console (svc-console serve) and run this again"
+    try:
+        files, optional = policy_files(resolve_paths())
+        present = [path for path in files if path.exists()] if optional else files
+        if not present:
+            return None
+        rules = load_paths(present).rules
+    except (SettingsError, PolicyInvalid) as exc:
+        return f"the policy in force cannot be read ({str(exc)[:200]}): {start}"
+    if rules.two_person is None:
+        return None
+    return (
+        "a policy holds a two-person rule: adding an operator is then a decision of two"
+        f" operators, recorded by the running console: {start}"
+    )
+
+
 def run_remove(args: argparse.Namespace) -> int:
     proven_operator(args, f"removing operator {args.name}")
     _changing(lambda accounts: accounts.remove(args.name))
     print(f"operator {args.name} removed: its token no longer works")
+    return 0
+
+
+def run_link(args: argparse.Namespace) -> int:
+    user = args.slack.strip().upper()
+    proven_operator(args, f"linking operator {args.name} to Slack")
+    _changing(lambda accounts: accounts.link_slack(args.name, user))
+    print(
+        f"Slack user {user} now decides as operator {args.name} (a running console: from its"
+        " next start)"
+    )
     return 0
 
 
@@ -170,8 +264,10 @@ def run_list(args: argparse.Namespace) -> int:
             "name": account.name,
             "created_at": account.created_at,
             "added_by": account.added_by,
+            "seconded_by": account.seconded_by,
             "active": account.active,
             "removed_at": account.removed_at,
+            "slack_user": account.slack_user,
         }
         for account in _changing(lambda accounts: accounts.accounts())
     ]
@@ -179,13 +275,18 @@ def run_list(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     if not rows:
-        print("no operator accounts: decisions need the passphrase, when one is set")
+        print(
+            "no operator accounts: decisions outside the console's TUI need the passphrase,"
+            " when one is set (where agents of your own user are accepted: always)"
+        )
         return 0
     for row in rows:
         since = datetime.fromtimestamp(row["created_at"], UTC).strftime("%Y-%m-%d %H:%M UTC")
-        by = f" by {row['added_by']}" if row["added_by"] else ""
+        makers = [name for name in (row["added_by"], row["seconded_by"]) if name]
+        by = f" by {' and '.join(makers)}" if makers else ""
         state = "active" if row["active"] else "removed"
-        print(f"{row['name']:<24} {state:<8} added {since}{by}")
+        slack = f" · Slack {row['slack_user']}" if row["slack_user"] else ""
+        print(f"{row['name']:<24} {state:<8} added {since}{by}{slack}")
     return 0
 
 
@@ -204,7 +305,11 @@ def run_passwd(args: argparse.Namespace) -> int:
         if not passphrase.is_set():
             raise CommandError("no operator passphrase is set", EXIT_USAGE)
         passphrase.clear()
-        print("operator passphrase removed: decisions over the operator socket need none")
+        print(
+            "operator passphrase removed (a running console keeps it until its next start);"
+            " where agents of your own user are accepted, decisions outside the TUI are then"
+            " refused until one is set again"
+        )
         return 0
     new = read_secret("new passphrase: ")
     if read_secret("the same again: ") != new:

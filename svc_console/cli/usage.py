@@ -15,7 +15,7 @@ from typing import Any
 
 from svc_console.cli.errors import EXIT_USAGE, CommandError
 
-STATES = ("flagged", "ok", "uncovered", "over")
+STATES = ("flagged", "ok", "uncovered", "over", "conflict")
 
 
 def add_commands(commands: Any) -> None:
@@ -46,7 +46,8 @@ def add_commands(commands: Any) -> None:
     export.add_argument(
         "--state",
         choices=STATES,
-        help="flagged (no approval covers it, or above the approval), ok, uncovered, over",
+        help="flagged (no approval covers it, above the approval, or a second version of a"
+        " charge held), ok, uncovered, over, conflict",
     )
     export.set_defaults(run=run_export)
 

@@ -17,6 +17,7 @@ import sys
 import time
 from typing import Any
 
+from svc_console.cli.arguments import timeout
 from svc_console.cli.errors import EXIT_BY_STATE, EXIT_USAGE, CommandError
 from svc_console.cli.operators import identity_options
 from svc_console.cli.socket_client import call, connect
@@ -48,7 +49,7 @@ def add_commands(commands: Any) -> None:
     fund.add_argument("request_id")
     fund.add_argument(
         "--timeout",
-        type=float,
+        type=timeout,
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help=f"how long to wait for the funds (default {DEFAULT_TIMEOUT_S:g})",
@@ -58,8 +59,6 @@ def add_commands(commands: Any) -> None:
 
 
 def run_fund(args: argparse.Namespace) -> int:
-    if not 0 < args.timeout <= 86_400:
-        raise CommandError("--timeout must be above 0 and at most 86400 seconds", EXIT_USAGE)
     from svc_console.cli.approvals import as_operator
 
     with connect(None, operator=True) as line:

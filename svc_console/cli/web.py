@@ -15,6 +15,7 @@ import shlex
 import sys
 from typing import Any
 
+from svc_console.cli.arguments import port
 from svc_console.cli.errors import EXIT_USAGE, CommandError
 
 DEFAULT_PORT = 8470
@@ -25,7 +26,7 @@ def add_commands(commands: Any) -> None:
         "web", help="the console in a browser (textual-serve), attached to the running broker"
     )
     web.add_argument("--host", default="127.0.0.1", help="loopback only unless --allow-remote")
-    web.add_argument("--port", type=int, default=DEFAULT_PORT)
+    web.add_argument("--port", type=port, default=DEFAULT_PORT, help="0: any free port")
     web.add_argument(
         "--allow-remote",
         action="store_true",

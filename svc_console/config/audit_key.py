@@ -26,8 +26,27 @@ def key_file(ledger: Path) -> Path:
     return ledger.with_name(ledger.name + ".key")
 
 
+def lost_key(ledger: Path, events: int, shown: str, *, backend: Any = ...) -> str:
+    """Why a ledger holding `events` events, and no key, is not opened for writing: a new key
+    would leave every event so far failing `audit verify`. One line, with where the key was
+    and how to put it back. `shown`: the ledger as the operator knows it (a file, or a URL)."""
+    backend = usable_keyring() if backend is ... else backend
+    places = f"{key_file(ledger)}"
+    if backend is not None:
+        places = f"the OS keyring ({SERVICE!r}, {str(ledger.absolute())!r}) or {places}"
+    counted = f"{events:,} audit event{'s' if events != 1 else ''}"
+    return (
+        f"the ledger {shown} holds {counted} but its audit key is missing (it was in {places}):"
+        " restore it there from a backup (a broker sharing a PostgreSQL ledger: copy the key"
+        " file of one that writes it) and start again; no new key is made for a ledger with"
+        " events, which would leave every one of them failing audit verify"
+    )
+
+
 def audit_key(ledger: Path, *, create: bool = True, backend: Any = ...) -> bytes:
-    """The ledger's key; made (32 random bytes) the first time when `create`, else NoAuditKey."""
+    """The ledger's key; made (32 random bytes) the first time when `create`, else NoAuditKey.
+    Only for a ledger with no event (or a chain from before keys, `audit_chain.rekey`): the
+    ledger says when (`Ledger._audit_key`)."""
     backend = usable_keyring() if backend is ... else backend
     name = str(ledger.absolute())
     if backend is not None:

@@ -22,8 +22,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import re
 import secrets
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -32,6 +34,9 @@ from svc_console.core import names
 from svc_console.core.private_files import read_private
 
 TOKEN_PREFIX = "svcop_"
+# Slack's user ids: U (or W, in an Enterprise Grid) and capitals or digits.
+SLACK_USER = re.compile(r"\A[UW][A-Z0-9]{2,20}\Z")
+SLACK_USER_RULE = "must be a Slack user id such as U012AB3CD (the profile's ⋮ menu: Copy member ID)"
 
 
 class AccountsError(Exception):
@@ -43,12 +48,23 @@ class Account:
     name: str
     token_hash: str = field(repr=False)
     created_at: float
-    added_by: str | None = None
+    added_by: str | None = None  # the operator who added it; None: the first, by the owner
+    # Under a two-person rule, the second operator who approved adding it.
+    seconded_by: str | None = None
     removed_at: float | None = None
+    slack_user: str | None = None  # the Slack user who decides as this operator ([slack])
 
     @property
     def active(self) -> bool:
         return self.removed_at is None
+
+    @property
+    def creators(self) -> frozenset[str]:
+        """Who created this account: who added it, and who seconded that."""
+        # Folded: a file written before names had one form.
+        return frozenset(
+            names.fold(name) for name in (self.added_by, self.seconded_by) if name is not None
+        )
 
 
 class OperatorAccounts:
@@ -87,6 +103,10 @@ class OperatorAccounts:
         """The accounts as they are now, for a console's whole run."""
         return PinnedAccounts(self, {a.name: a for a in self.accounts() if a.active})
 
+    def slack_operator(self, user: str) -> Account | None:
+        """The active account the Slack user `user` is linked to, if any."""
+        return _linked(self._read().values(), user)
+
     def _read(self) -> dict[str, Account]:
         try:
             data = json.loads(read_private(self.path))
@@ -107,10 +127,13 @@ class OperatorAccounts:
 
     # -- changing -------------------------------------------------------------------------------
 
-    def add(self, name: str, added_by: str | None = None) -> str:
+    def add(self, name: str, added_by: str | None = None, seconded_by: str | None = None) -> str:
         """Add `name` (again, if it was removed) and return its token, the only time it is
-        ever shown."""
+        ever shown. `added_by` and `seconded_by` are kept: who created it (`creators`)."""
         name = canonical_name(name)
+        added_by, seconded_by = (
+            names.fold(who) if who is not None else None for who in (added_by, seconded_by)
+        )
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         hashed = slow_hash.encode(token)
         with self._changing() as accounts:
@@ -123,7 +146,9 @@ class OperatorAccounts:
                     f"operator name {name} looks like operator {alike} (Unicode confusables):"
                     " choose another name"
                 )
-            accounts[name] = Account(name, hashed, time.time(), added_by=added_by)
+            accounts[name] = Account(
+                name, hashed, time.time(), added_by=added_by, seconded_by=seconded_by
+            )
         return token
 
     def remove(self, name: str) -> Account:
@@ -135,6 +160,22 @@ class OperatorAccounts:
             if account is None or not account.active:
                 raise AccountsError(f"no operator account {name[:64]!r}")
             accounts[name] = replace(account, removed_at=time.time())
+        return accounts[name]
+
+    def link_slack(self, name: str, user: str) -> Account:
+        """Let the Slack user `user` (an id such as U012AB3CD) decide as operator `name`; one
+        Slack user decides as one operator only."""
+        if not SLACK_USER.match(user):
+            raise AccountsError(f"Slack user id {user[:64]!r} {SLACK_USER_RULE}")
+        name = names.fold(name)
+        with self._changing() as accounts:
+            account = accounts.get(name)
+            if account is None or not account.active:
+                raise AccountsError(f"no operator account {name[:64]!r}")
+            other = _linked((a for a in accounts.values() if a.name != name), user)
+            if other is not None:
+                raise AccountsError(f"Slack user {user} is already linked to operator {other.name}")
+            accounts[name] = replace(account, slack_user=user)
         return accounts[name]
 
     def _changing(self) -> contextlib.AbstractContextManager[dict[str, Account]]:
@@ -153,6 +194,17 @@ class PinnedAccounts:
     def names(self) -> list[str]:
         return sorted(self._pinned)
 
+    @property
+    def live(self) -> OperatorAccounts:
+        """The file itself, for adding an account (it counts from the next start)."""
+        return self._live
+
+    def creators(self, name: str) -> frozenset[str]:
+        """Who created the account `name` as the console pinned it; nobody for a name that is
+        no pinned account (the TUI's own operator without accounts)."""
+        pinned = self._pinned.get(names.fold(name))
+        return pinned.creators if pinned is not None else frozenset()
+
     def authenticate(self, name: str, token: str) -> Account | None:
         name = names.fold(name)
         pinned = self._pinned.get(name)
@@ -167,6 +219,25 @@ class PinnedAccounts:
             slow_hash.matches(_decoy(), token)
             return None
         return pinned if _matches(pinned, token, self._live.path) else None
+
+    def slack_operator(self, user: str) -> Account | None:
+        """The account the Slack user `user` decides as: linked when the console started, and
+        still active and linked alike in the file now (a removal or an unlinking counts at
+        once, a link made since from the next start)."""
+        pinned = _linked(self._pinned.values(), user)
+        if pinned is None:
+            return None
+        try:
+            now = self._live._read().get(pinned.name)
+        except AccountsError:
+            return None  # a file made unreadable since: fail closed
+        if now is None or not now.active or now.token_hash != pinned.token_hash:
+            return None
+        return pinned if now.slack_user == pinned.slack_user else None
+
+
+def _linked(accounts: Iterable[Account], user: str) -> Account | None:
+    return next((a for a in accounts if a.active and a.slack_user == user), None)
 
 
 def canonical_name(name: str) -> str:

@@ -3,7 +3,11 @@
 An agent running as the operator's own user can read every file the operator can, the ledger
 and this one included, so what is kept is only a slow hash (`slow_hash`). Once set, every
 decision outside the open TUI needs the passphrase, typed on a terminal, until operator accounts
-exist (`operator_accounts`): then an account's token does instead.
+exist (`operator_accounts`): then an account's token does instead. Where agents of the
+operator's own user are accepted, decisions outside the TUI need one of the two, and are refused
+while neither is set (`broker.operator_proof`). Such an agent can still guess it offline against
+its hash, at the slow hash's pace, or set one itself while none is set, which a running console
+ignores until its next start.
 """
 
 from __future__ import annotations
@@ -28,10 +32,13 @@ class OperatorPassphrase:
     def is_set(self) -> bool:
         return self.path.exists()
 
-    def set(self, new: str) -> None:
+    def set(self, new: str) -> str:
+        """Keep `new`'s slow hash; returns it."""
         if len(new) < MIN_LENGTH:
             raise ValueError(f"a passphrase needs at least {MIN_LENGTH} characters")
-        write_private(self.path, slow_hash.encode(new) + "\n")
+        stored = slow_hash.encode(new)
+        write_private(self.path, stored + "\n")
+        return stored
 
     def verify(self, candidate: str) -> bool:
         """Whether `candidate` is the passphrase as the file holds it now; False when none is."""
@@ -53,6 +60,17 @@ class OperatorPassphrase:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
 
+    # The TUI offers to set one once, at the first start that needs it: whether it has.
+    @property
+    def _offered(self) -> Path:
+        return self.path.with_name(self.path.name + ".offered")
+
+    def offered(self) -> bool:
+        return self._offered.exists()
+
+    def mark_offered(self) -> None:
+        write_private(self._offered, "the TUI offered to set the operator passphrase\n")
+
 
 class Pinned:
     def __init__(self, stored: str | None, path: Path):
@@ -60,6 +78,12 @@ class Pinned:
 
     def is_set(self) -> bool:
         return self._stored is not None
+
+    def set(self, new: str) -> None:
+        """Set the passphrase from the console's own process (its TUI, at the operator's
+        keyboard): written for the next starts, and in force for this one at once. Only here:
+        a file written by anyone else counts from the next start."""
+        self._stored = OperatorPassphrase(self._path).set(new)
 
     def verify(self, candidate: str) -> bool:
         return self._stored is not None and _matches(self._stored, candidate, self._path)

@@ -142,13 +142,19 @@ class RiskFlag(Model):
 
 
 class Estimate(Model):
-    """The price the operator is asked to approve, from the dry run."""
+    """The price the operator is asked to approve, from the dry run or the tool's challenge.
+    A challenge also pins where the money goes: the recipient (`pay_to`), the asset, the CAIP-2
+    network and the scheme; a dry run pins none of them (the wallet proxy signs)."""
 
     amount_usdc: Usdc
     min_usdc: Usdc | None = None
     max_usdc: Usdc | None = None
     chain: str
     protocol: Literal["x402", "mpp"]
+    pay_to: str | None = None
+    asset: str | None = None
+    network: str | None = None
+    scheme: str | None = None
 
     @property
     def dynamic(self) -> bool:
@@ -197,23 +203,28 @@ class Verdict(Model):
 class Evidence(Model):
     """Who made a decision, as the console itself observed it (never as the caller said): the
     channel, and the deciding process's uid, pid and name as the kernel reported them; for a
-    policy rule, the rule and the policy version in force."""
+    policy rule, the rule and the policy version in force; from Slack, the Slack user whose
+    button press Slack delivered over the app's own connection."""
 
-    channel: Literal["tui", "cli", "policy", "grant"]
+    channel: Literal["tui", "cli", "policy", "grant", "slack"]
     uid: int | None = None
     pid: int | None = None
     process: str | None = None
     rule: str | None = None
     policy_version: str | None = None  # the sha256 of the policy in force
     operator: str | None = None  # the operator account whose token proved it (or the TUI's)
+    slack_user: str | None = None  # the Slack user id linked to that operator account
 
     def summary(self, *, pid: bool = True) -> str:
         """One line for history and exports: "cli · uid 1000 · pid 4242 (svc-console)"; without
-        the pid, "cli · uid 1000 (svc-console)"; with an operator, "operator alice · cli · ..."."""
+        the pid, "cli · uid 1000 (svc-console)"; with an operator, "operator alice · cli · ...";
+        from Slack, "operator alice · slack · user U012AB3CD"."""
         if self.channel == "policy":
             version = f" · policy {self.policy_version[:12]}" if self.policy_version else ""
             return f"policy rule {self.rule or '?'}{version}"
         parts = [f"operator {self.operator}", self.channel] if self.operator else [self.channel]
+        if self.slack_user is not None:
+            parts.append(f"user {self.slack_user}")
         if self.uid is not None:
             parts.append(f"uid {self.uid}")
         process = f" ({self.process})" if self.process else ""

@@ -89,10 +89,23 @@ class UsageCharge(Wire):
 
 
 class UsagePage(Wire):
-    """`GET /api/agent/usage`: oldest first; `next_cursor` is None on the last page."""
+    """`GET /api/agent/usage`: oldest first; `next_cursor` is None on the last page.
+    `service_id`: the identity the service gives itself, when it gives one (the sandbox gives
+    each run its own), which names its charges better than its address does."""
 
     charges: list[UsageCharge]
     next_cursor: str | None = Field(None, alias="nextCursor")
+    service_id: str | None = Field(None, alias="serviceId", pattern=r"^[!-~]{1,120}$")
+
+
+def service_identity(base_url: str, given: str | None) -> str:
+    """What a service's charges are kept under: the identity it gives itself, else its base
+    URL (scheme and host in lower case, no trailing slash). Never holds a space."""
+    if given:
+        return given
+    scheme, _, rest = base_url.strip().rstrip("/").partition("://")
+    host, slash, path = rest.partition("/")
+    return f"{scheme.lower()}://{host.lower()}{slash}{path}".replace(" ", "%20")
 
 
 # -- reconciliation -------------------------------------------------------------------------------
@@ -104,6 +117,7 @@ class Reconciled(StrEnum):
     ok = "ok"
     uncovered = "uncovered"  # no approval in the ledger covers it
     over = "over"  # covered, but charged more than the approved ceiling
+    conflict = "conflict"  # a second version of a charge already held, kept beside the first
 
 
 # Why a charge is flagged, one word each (stored beside the state, worded by `flag_text`).
@@ -114,6 +128,7 @@ FLAG_TEXT = {
     "duplicate": "another charge already used this approval",
     "no_ceiling": "approved without a ceiling",
     "above_ceiling": "charged more than the approved ceiling",
+    "conflict": "the service reported this charge before with other facts; both are kept",
 }
 
 
@@ -150,14 +165,14 @@ def reconcile(
 
 # -- what finance filters by ----------------------------------------------------------------------
 
-STATE_FILTERS = ("flagged", "ok", "uncovered", "over")
+STATE_FILTERS = ("flagged", "ok", "uncovered", "over", "conflict")
 
 
 @dataclass(frozen=True)
 class UsageFilter:
     """A view of the usage history. Times are epoch seconds: `since` inclusive, `until` exclusive.
 
-    `state` is one of `STATE_FILTERS` ("flagged" is uncovered or over) or None for all."""
+    `state` is one of `STATE_FILTERS` ("flagged" is any but ok) or None for all."""
 
     since: float | None = None
     until: float | None = None

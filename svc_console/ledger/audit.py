@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from svc_console.core.usage import iso_instant
 from svc_console.ledger import audit_chain, engine
+from svc_console.ledger.audit_anchor import Anchor
 from svc_console.ledger.audit_chain import GENESIS, SEALED, link, payloads, row_digest
 
 BATCH = 20_000
@@ -143,6 +145,9 @@ def _events(conn: sqlite3.Connection, size: int) -> Iterator[tuple]:
 
 def _table_problems(conn: sqlite3.Connection, size: int) -> Iterator[Break]:
     for table, (key_column, only) in SEALED.items():
+        columns = [d[0] for d in conn.execute(f'SELECT * FROM "{table}" WHERE 1 = 0').description]
+        if key_column not in columns:  # a ledger no console has opened since it was upgraded
+            key_column = _KEYED_BEFORE[table]
         rows = conn.execute(f'SELECT * FROM "{table}" ORDER BY "{key_column}"')
         names = [d[0] for d in rows.description]
         index = names.index(key_column)
@@ -156,6 +161,10 @@ def _table_problems(conn: sqlite3.Connection, size: int) -> Iterator[Break]:
 
 
 _TEXT_KEYED = frozenset({"requests", "usage"})
+# What a table was keyed by before its key column of `SEALED` was made (ledger/schema.py).
+_KEYED_BEFORE = {"usage": "id"}
+_HAND = "it was written by hand"
+_UNSEALED = {"usage": "a charge the audit chain does not account for, written by hand"}
 
 
 def _merge(
@@ -171,7 +180,7 @@ def _merge(
     while row is not None or seal is not None:
         row_key = row[index] if row is not None else None
         if seal is None or (row is not None and row_key < seal[0]):
-            yield Break(0, f"{table} row {row_key!r} is in no event: it was written by hand")
+            yield Break(0, f"{table} row {row_key!r} is in no event: {_UNSEALED.get(table, _HAND)}")
             row = next(rows, None)
         elif row is None or seal[0] < row_key:
             yield Break(seal[2], f"{table} row {seal[0]!r}, sealed by event {seal[2]}, is gone")
@@ -274,10 +283,13 @@ def verify(
     anchor: tuple[int, str] | None = None,
     batch: int = BATCH,
     url: str | None = None,
+    outside: Anchor | None = None,
 ) -> AuditReport:
     """Verify the ledger file at `path` (with `url`, the PostgreSQL ledger whose key and head
     files are beside `path`): its chain, its head (`anchor`, else the head file beside it) and
-    its tables. `key`: the chain's (default: the ledger's, never made here)."""
+    its tables; with `outside`, against a head kept outside the home too (`audit_anchor`: what
+    catches a chain sealed again with its key). `key`: the chain's (default: the ledger's,
+    never made here)."""
     conn = open_read_only(path, url)
     where = engine.url_shown(url) if url else str(path)
     try:
@@ -293,10 +305,13 @@ def verify(
             " PRIMARY KEY (tbl, pk))"
         )
         walk = _Walk(conn, key)
-        if anchor is not None:
-            walk.hashes_wanted[anchor[0]] = None
+        for seq in (anchor[0] if anchor else None, outside.seq if outside else None):
+            if seq is not None:
+                walk.hashes_wanted[seq] = None
         broken = walk.run(_events(conn, batch))
         head = walk.previous
+        if broken is None and outside is not None:
+            broken = _outside_break(walk, outside)
         if broken is None:
             broken = _head_break(walk, anchor)
         if broken is not None:
@@ -324,6 +339,23 @@ def _key(path: Path) -> bytes:
         return audit_key(path, create=False)
     except (NoAuditKey, OSError, ValueError) as exc:
         raise AuditError(str(exc)) from None
+
+
+def _outside_break(walk: _Walk, outside: Anchor) -> Break | None:
+    last, seq, when = walk.verified, outside.seq, iso_instant(outside.at)
+    if seq > last:
+        return Break(
+            last + 1,
+            f"the chain ends at event {last} but the anchor kept outside the home ({when}) names"
+            f" event {seq}: the last {seq - last} events were cut off",
+        )
+    if walk.hashes_wanted.get(seq) != outside.hash:
+        return Break(
+            seq,
+            f"event {seq} is not the one anchored outside the home ({when}): the chain was"
+            " rewritten and sealed again with its key (its links hold; only the anchor shows it)",
+        )
+    return None
 
 
 def _head_break(walk: _Walk, anchor: tuple[int, str] | None) -> Break | None:

@@ -39,9 +39,12 @@ SEALED: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "policy_versions": ("id", None),
     "agent_pauses": ("id", None),
     "grants": ("id", None),
+    # Keyed by the row's own key (a charge id may be held by several services, and in
+    # several versions); `service` is null on rows synced before, which keeps their seals.
     "usage": (
-        "id",
+        "row_key",
         (
+            "service",
             "id",
             "at",
             "kind",

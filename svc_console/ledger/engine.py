@@ -19,6 +19,7 @@ differently is here (the SQLite writer's lock, the snapshot, a table's existence
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import sqlite3
@@ -26,6 +27,16 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
+
+from svc_console.ledger.refusals import (
+    CorruptLedger,
+    LedgerLocked,
+    LedgerRefused,
+    UnsafeLedgerFile,
+    refuse_unsafe_file,
+)
+
+__all__ = ["CorruptLedger", "LedgerLocked", "LedgerRefused", "UnsafeLedgerFile"]
 
 
 class Database(Protocol):
@@ -63,14 +74,6 @@ def of(db: Any) -> Database:
     from svc_console.ledger.sqlite_db import SqliteDatabase
 
     return SqliteDatabase(db.conn)
-
-
-class LedgerRefused(Exception):
-    """The ledger cannot be opened for a broker; the message says why and what to do."""
-
-
-class LedgerLocked(LedgerRefused):
-    """Another broker already holds this (SQLite) ledger."""
 
 
 def open_database(path: Path, url: str | None) -> Database:
@@ -113,7 +116,14 @@ class WriterLock:
     each have a home of their own, and serialize their transactions in the database (`shared`)."""
 
     def __init__(self, path: Path):
-        self._fd: int | None = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        refuse_unsafe_file(path)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
+        try:
+            self._fd: int | None = os.open(f"{path}.lock", flags, 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # made a link since the check above
+                raise UnsafeLedgerFile(f"{path}.lock is a symbolic link; remove it") from None
+            raise
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

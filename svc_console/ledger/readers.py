@@ -17,6 +17,8 @@ import sqlite3
 import threading
 from pathlib import Path
 
+from svc_console.ledger.refusals import refuse_unsafe_file
+
 Connection = sqlite3.Connection
 ReadError = sqlite3.Error
 Interrupted = sqlite3.OperationalError
@@ -31,6 +33,7 @@ def open_reader(path: Path, url: str | None = None) -> sqlite3.Connection:
         from svc_console.ledger.pg import Connection as PgConnection
 
         return PgConnection(url, read_only=True)  # type: ignore[return-value]
+    refuse_unsafe_file(path)  # a link is not followed out of the home, even to read
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     return conn

@@ -343,6 +343,37 @@ def _v10(db: Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS budget_changes_at ON budget_changes(at)")
 
 
+def _charges_by_service(db: Database) -> None:
+    """A charge is the service's and its id's, and a second version of it is kept beside the
+    first (ledger/usage_write.py): the charge id is no longer unique. `row_key` takes over as
+    the row's own identity (the audit chain seals usage rows by it): `id` renamed, so a row
+    written before keeps its key, and every seal made of it still holds; `id` is then added
+    again, as the charge's id, not unique. `service` (NULL on rows synced before services were
+    told apart) and `version` (2 and up: the versions that conflict with the first) join it.
+    Indexed for the sync's look-up of the ids it receives and the newest charge of a service.
+
+    Safe to meet twice: the columns are renamed and added only when missing."""
+    columns = set(db.column_names("usage"))
+    if "row_key" not in columns:
+        db.execute("ALTER TABLE usage RENAME COLUMN id TO row_key")
+        db.execute("ALTER TABLE usage ADD COLUMN id TEXT NOT NULL DEFAULT ''")
+        db.execute("UPDATE usage SET id = row_key")
+    if "service" not in columns:
+        db.execute("ALTER TABLE usage ADD COLUMN service TEXT")
+    if "version" not in columns:
+        db.execute("ALTER TABLE usage ADD COLUMN version INTEGER NOT NULL DEFAULT 1")
+    db.execute("CREATE INDEX IF NOT EXISTS usage_charge ON usage(id, service)")
+    db.execute("CREATE INDEX IF NOT EXISTS usage_service ON usage(service, at)")
+
+
+def _decision_mandates(db: Database) -> None:
+    """Mandates: what each approval lets be paid (core/mandate.py), kept with the decision as its
+    canonical JSON (sealed with the row; its digest is in the decision's event). Decisions made
+    before have none. Safe to meet twice: the column is added only when missing."""
+    if "mandate" not in db.column_names("decisions"):
+        db.execute("ALTER TABLE decisions ADD COLUMN mandate TEXT")
+
+
 def _step(step: Callable[[Database], None]) -> Callable[[Any], None]:
     """A step that takes any SQLite database as well as an engine's (`engine.of`)."""
 
@@ -353,7 +384,14 @@ def _step(step: Callable[[Database], None]) -> Callable[[Any], None]:
     return run
 
 
-MIGRATIONS = [_step(step) for step in (_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10)]
+MIGRATIONS = [
+    _step(step)
+    for step in (
+        *(_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10),
+        _charges_by_service,
+        _decision_mandates,
+    )
+]
 
 
 def migrate(db: Any) -> None:

@@ -3,11 +3,14 @@ engines answer differently, and the ledger file opened as the writer wants it.""
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 from pathlib import Path
 
 import sqlite_utils
+
+from svc_console.ledger.refusals import CorruptLedger, UnsafeLedgerFile, refuse_unsafe_file
 
 
 class SqliteDatabase(sqlite_utils.Database):
@@ -36,8 +39,15 @@ class SqliteDatabase(sqlite_utils.Database):
 
 
 def open_sqlite(path: Path) -> SqliteDatabase:
-    """The ledger file, made owner-only if it is new."""
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    """The ledger file, made owner-only if it is new. Refused (`LedgerRefused`, one line) when it
+    is a symbolic link or no file, or not a database SQLite can read."""
+    refuse_unsafe_file(path)
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise UnsafeLedgerFile(f"{path} is a symbolic link; put the ledger file there") from None
     db = SqliteDatabase(sqlite3.connect(path, check_same_thread=False))
     try:
         db.execute("PRAGMA journal_mode=WAL")
@@ -47,6 +57,16 @@ def open_sqlite(path: Path) -> SqliteDatabase:
         # Room for the indexes' upper pages of a ledger of millions of rows (SQLite's default
         # is 2 MB), so a request's inserts do not read them back from the file each time.
         db.execute("PRAGMA cache_size=-32768")
+        # The schema read whole: a file SQLite cannot read says so here, not at the first write.
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            raise
+        raise CorruptLedger(
+            f"{path} is not a ledger SQLite can read ({exc}): restore it from a backup, or"
+            " move it away to start an empty one"
+        ) from None
     except BaseException:
         db.close()
         raise

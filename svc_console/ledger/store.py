@@ -17,8 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from svc_console.config.audit_key import NoAuditKey, audit_key
+from svc_console.config.audit_key import NoAuditKey, audit_key, lost_key
 from svc_console.core.buckets import Change
+from svc_console.core.mandate import Mandate
 from svc_console.core.models import Decision, Evidence, Outcome, SpendRequest
 from svc_console.core.money import to_atomic
 from svc_console.core.names import counted_as
@@ -75,6 +76,8 @@ class Ledger(Transactions, RequestReads):
         # (the circuit breaker follows them).
         self.final_listeners: list[Callable[[list[tuple[str, State, float]]], None]] = []
         self._finals: list[tuple[str, State, float]] = []
+        # Told how long each commit took, in seconds (`serve --metrics`).
+        self.commit_listeners: list[Callable[[float], None]] = []
         self._group: group_commit.Group | None = None  # the shared transaction, while open
         self._notify: set[str] = set()  # requests the open transaction changed
         # Among the brokers of a shared PostgreSQL ledger (`shared`); None on SQLite, and for
@@ -84,6 +87,8 @@ class Ledger(Transactions, RequestReads):
             self._lock = engine.WriterLock(path)
         try:
             self.db = engine.open_database(path, self.url)
+            if key is None:  # before any migration: a ledger refused is left as it was found
+                key = self._audit_key(exclusive)
             migrate(self.db)
             if exclusive and self.url is not None:
                 self.member = shared.Member(self.db.conn)
@@ -94,11 +99,6 @@ class Ledger(Transactions, RequestReads):
             sidecar = Path(f"{path}{suffix}")
             if sidecar.exists():
                 sidecar.chmod(0o600)
-        if key is None:
-            try:
-                key = audit_key(path, create=exclusive)
-            except NoAuditKey:  # a reader links no event: it makes no key where none is yet
-                key = b""
         if exclusive and audit_chain.is_plain(self.db.conn):
             with self.db.atomic():  # a ledger from before the chain was keyed
                 audit_chain.rekey(self.db.conn, key)
@@ -108,6 +108,23 @@ class Ledger(Transactions, RequestReads):
             audit_chain.check_key(self.db.conn, key, engine.url_shown(self.url or ""))
         self._head = audit_chain.HeadFile(path) if exclusive else None
         self._anchor()
+
+    def _audit_key(self, exclusive: bool) -> bytes:
+        """The chain's key. Made only for a ledger with no keyed event: one that has events and
+        no key is refused (LedgerRefused), never given a new key. A reader links no event: it
+        makes no key where none is yet."""
+        try:
+            return audit_key(self.path, create=False)
+        except NoAuditKey:
+            if not exclusive:
+                return b""
+        events = 0
+        if self.db.has_table("events"):
+            events = self.db.execute("SELECT max(seq) FROM events").fetchone()[0] or 0
+        if events and not audit_chain.is_plain(self.db.conn):
+            shown = engine.url_shown(self.url) if self.url else str(self.path)
+            raise LedgerRefused(lost_key(self.path, events, shown))
+        return audit_key(self.path)
 
     def close(self) -> None:
         if getattr(self, "_group", None) is not None and getattr(self, "db", None) is not None:
@@ -274,13 +291,15 @@ class Ledger(Transactions, RequestReads):
         *,
         budget_rule: str | None = None,
         recheck: Callable[[], str | None] | None = None,
+        mandate: Mandate | None = None,
         **fields: Any,
     ) -> int:
         """Commit a decision and the state it leads to; returns the decision's id. Committed
         before this returns, so no execution can start on an unrecorded decision. An approval
         reserves its ceiling in the budget totals in the same transaction (and in the totals of
-        `budget_rule`, the auto-approve rule that made it). On a shared ledger, `recheck` says
-        why the approval no longer fits, with the other brokers' reservations now counted
+        `budget_rule`, the auto-approve rule that made it), and keeps its `mandate` with the
+        decision, its digest in the decision's event. On a shared ledger, `recheck` says why
+        the approval no longer fits, with the other brokers' reservations now counted
         (BudgetSpent; nothing written)."""
         with self.transaction():
             check_transition(self._state(request_id), target)
@@ -310,12 +329,15 @@ class Ledger(Transactions, RequestReads):
                     "evidence": _dumps(decision.evidence.model_dump(mode="json"))
                     if decision.evidence is not None
                     else None,
+                    "mandate": mandate.canonical() if mandate is not None else None,
                 },
             )
             reason = None if decision.approved else decision.note
             self.seal("decisions", decision_id)
             self._write_state(request_id, target, decision.at, {"reason": reason, **fields})
             data = {"decision_id": decision_id, "budget_rule": budget_rule}
+            if mandate is not None:
+                data["mandate_sha256"] = mandate.digest
             self.event(
                 request_id, "decision", {**event_data.decision(decision), **data}, decision.at
             )

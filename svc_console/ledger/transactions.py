@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ class Transactions:
     member: shared.Member | None
     budget_listeners: list[Callable[[list[Change]], None]]
     final_listeners: list[Callable[[list[tuple[str, State, float]]], None]]
+    commit_listeners: list[Callable[[float], None]]
     _budget_changes: list[Change]
     _finals: list[tuple[str, State, float]]
     _group: group_commit.Group | None
@@ -54,7 +56,9 @@ class Transactions:
         with self.db.atomic():
             self._begun()
             yield
+            sealing = time.perf_counter()
             head = self._seal()
+        self._committed_in(sealing)
         if head is not None:
             self._chain.took(head)
             self._anchor()
@@ -117,15 +121,25 @@ class Transactions:
         if group is None:
             return
         try:
+            sealing = time.perf_counter()
             head = self._seal()
             self.db.conn.execute("COMMIT")
         except BaseException as exc:
             self._abandon(group, exc)
             return
+        self._committed_in(sealing)
         if head is not None:
             self._chain.took(head)
             self._anchor()
         group.committed()
+
+    def _committed_in(self, sealing: float) -> None:
+        """Tell the commit listeners (`/metrics`) how long a commit took, from the seal of its
+        events to the database's answer."""
+        if self.commit_listeners:
+            took = time.perf_counter() - sealing
+            for listener in self.commit_listeners:
+                listener(took)
 
     def _abandon(self, group: group_commit.Group, exc: BaseException) -> None:
         """Roll the group transaction back: the budget changes its writes told the listeners

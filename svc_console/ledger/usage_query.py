@@ -44,6 +44,8 @@ ROW_COLUMNS = (
     "ceiling",
     "state",
     "flag",
+    "service",
+    "version",
 )
 _SELECT = ", ".join(ROW_COLUMNS)
 # Newest first; `seq` (the rowid) breaks ties between charges made in the same instant.
@@ -75,6 +77,8 @@ class UsageRow:
     ceiling: int | None
     state: str
     flag: str | None
+    service: str | None  # whose charge it is (None: synced before services were told apart)
+    version: int  # 2 and up: another version of a charge already held (a conflict)
 
     @property
     def key(self) -> tuple[float, int]:
@@ -302,6 +306,15 @@ def distinct(conn: sqlite3.Connection, column: str, limit: int = 1000) -> list[s
     return [row[0] for row in rows]
 
 
+def versions(conn: sqlite3.Connection, charge_id: str) -> list[UsageRow]:
+    """Every row the ledger holds under this charge id (every service's, every version), in the
+    order they were synced."""
+    return _rows(
+        conn.execute(f"SELECT {_SELECT} FROM usage WHERE id = ? ORDER BY seq", [charge_id])
+    )
+
+
 def get(conn: sqlite3.Connection, charge_id: str) -> UsageRow | None:
-    row = conn.execute(f"SELECT {_SELECT} FROM usage WHERE id = ?", [charge_id]).fetchone()
-    return UsageRow(*row) if row else None
+    """The first row synced under this charge id."""
+    held = versions(conn, charge_id)
+    return held[0] if held else None

@@ -85,9 +85,9 @@ def _agents() -> list[str]:
 
 
 INSERT_COLUMNS = (
-    "id", "at", "agent", "kind", "resource", "provider", "domain_type", "chain", "protocol",
-    "amount", "idempotency_key", "receipt", "request_id", "decision", "decided_by", "ceiling",
-    "state", "flag", "flagged", "synced_at",
+    "row_key", "id", "at", "agent", "kind", "resource", "provider", "domain_type", "chain",
+    "protocol", "amount", "idempotency_key", "receipt", "request_id", "decision", "decided_by",
+    "ceiling", "state", "flag", "flagged", "synced_at",
 )  # fmt: skip
 
 
@@ -130,6 +130,7 @@ def charges(
             decided_by = "operator" if roll % 3 else "policy:small-calls"
             ceiling_value = ceiling
         yield (
+            charge_id,  # the row's key: seeded rows name no service, as rows synced before
             charge_id,
             round(at, 3),
             agent,

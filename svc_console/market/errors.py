@@ -4,7 +4,15 @@ Messages may quote the service; they are untrusted text and are shown through `c
 None of them ever carries a credential: requests are never included in an exception.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
 from decimal import Decimal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from svc_console.core.mandate_check import Offer
+    from svc_console.core.models import EndpointRecord
 
 
 class MarketError(Exception):
@@ -69,6 +77,28 @@ class PriceAboveCeiling(MarketError):
     def __init__(self, message: str, price: Decimal, chain: str):
         super().__init__(message)
         self.price, self.chain = price, chain
+
+
+class OutsideMandate(MarketError):
+    """The signer refused a payment its mandate does not cover; nothing was signed.
+    `differences` say how, in words; `offer` is what was asked (the figures the operator would
+    approve again; None when the challenge could not be read); `final`: no approval could cover
+    it (a compute tool asked other than its fixed price); `endpoint`: the endpoint's record as it
+    reads now, when that is what moved (the wallet proxy's path)."""
+
+    code = "OUTSIDE_MANDATE"
+
+    def __init__(
+        self,
+        differences: Sequence[str],
+        offer: Offer | None = None,
+        *,
+        final: bool = False,
+        endpoint: EndpointRecord | None = None,
+    ):
+        super().__init__("; ".join(differences) or "outside the mandate")
+        self.differences, self.offer, self.final = list(differences), offer, final
+        self.endpoint = endpoint
 
 
 class UpstreamError(MarketError):

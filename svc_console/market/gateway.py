@@ -1,6 +1,7 @@
 """The marketplace as the broker sees it: the REST client, the wallet proxy client, the MCP
-client, and the charged MCP tools paid with the account wallet's key (see market.paid_tools);
-`payer` names which of the two pays for a kind of request (see market.payer)."""
+client, the charged MCP tools (see market.paid_tools), and the one signer every payment goes
+through (market/signer.py); `payer` names which way pays for a kind of request (see
+market.payer)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from svc_console.market.account import AccountClient
 from svc_console.market.mcp import McpClient
 from svc_console.market.paid_tools import PaidTools
 from svc_console.market.payer import Payer
+from svc_console.market.proxy_payer import ProxyPayer
 from svc_console.market.rest import MarketClient
+from svc_console.market.signer import Signer
 from svc_console.market.wallet import WalletClient
 
 
@@ -27,11 +30,11 @@ class Marketplace:
     mcp: McpClient
     # The agent's wallets and balance (the wallet screen) and the onboarding flows.
     account: AccountClient
-    # Quotes and pays the charged MCP tools, signing with `payer_key`.
+    # Quotes and pays the charged MCP tools, through the signer.
     tools: PaidTools
-    payer_key: str | None = field(default=None, repr=False)
-    # Every credential this console holds (API key, wallet token, payer key): what no agent's
-    # submission may carry, whatever the field.
+    signer: Signer
+    # Every credential this console holds (API key, wallet token; the wallet key by its digest,
+    # which the signer alone holds): what no agent's submission may carry, whatever the field.
     secrets: tuple[str, ...] = field(default=(), repr=False)
 
     @classmethod
@@ -44,13 +47,14 @@ class Marketplace:
         username: str,
         api_token: str,
         sandbox: bool,
-        payer_key: str | None = None,
+        signer: Signer,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> Marketplace:
-        """`payer_key`: the account wallet's EVM key, which signs the charged MCP tools'
-        payments; without one those requests are refused with a reason."""
+        """`signer`: the one that signs every payment (with the account wallet's key, when
+        there is one: without, the charged MCP tools are refused with a reason)."""
         rest = MarketClient(base_url, api_key, transport=transport)
         mcp = McpClient(f"{base_url}/api/mcp", credential=api_key, transport=transport)
+        known = (api_key, api_token)
         return cls(
             base_url=base_url,
             wallet_api_base=wallet_api_base,
@@ -59,15 +63,17 @@ class Marketplace:
             wallet=WalletClient(wallet_api_base, username, api_token),
             mcp=mcp,
             account=AccountClient(base_url, api_key=api_key, transport=transport),
-            tools=PaidTools(mcp, rest, payer_key),
-            payer_key=payer_key,
-            secrets=tuple(secret for secret in (api_key, api_token, payer_key) if secret),
+            tools=PaidTools(mcp, rest, signer),
+            signer=signer,
+            secrets=tuple(secret for secret in known if secret),
         )
 
     def payer(self, kind: Kind) -> Payer:
         """Who pays for a request of this kind: the wallet proxy for a market call, the
         console's own signature for a charged MCP tool. Looked up at each payment."""
-        return self.wallet if kind == Kind.market_call else self.tools
+        if kind == Kind.market_call:
+            return ProxyPayer(self.wallet, self.rest, self.signer)
+        return self.tools
 
     async def aclose(self) -> None:
         await self.rest.aclose()

@@ -1,12 +1,14 @@
 """Requests for the marketplace's charged MCP tools: `get_dataset` (paid tiers), `svc_breed_agent`
-(exactly 10 USDC) and `merge_models` (exactly 15 USDC). The console, not the agent, pays them: it
-signs the x402 challenge with the account wallet's key, after checking it against the approval.
+(exactly 10 USDC) and `merge_models` (exactly 15 USDC). The console, not the agent, pays them: the
+signer (market/signer.py) signs the x402 challenge with the account wallet's key, within the
+approval's mandate.
 
 Quoting calls the tool without a payment: the service validates the arguments and answers with
-its payment challenge, which is the authoritative price (a free dataset is quoted from its listing
-instead, so nothing is delivered before the operator has seen the request). Paying asks again for
-a fresh challenge, checks amount, asset, network and recipient against what was approved, signs,
-and calls once more with `payment_signature`. A challenge that does not fit is never signed.
+its payment challenge, which is the authoritative price and pins where the money goes (the
+recipient, asset, network and scheme of the first option the console could sign); a free dataset
+is quoted from its listing instead, so nothing is delivered before the operator has seen the
+request. Paying asks again for a fresh challenge and hands it with the mandate to the signer,
+which compares every term before it signs, then calls once more with `payment_signature`.
 
 The purchase is described as an `EndpointRecord`, so risk, policy and the screens treat it like any
 market endpoint; the dataset listing travels beside it for the policy's tier, category and format.
@@ -14,32 +16,30 @@ market endpoint; the dataset listing travels beside it for the policy's tier, ca
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from svc_console.core.datasets import DatasetListing
+from svc_console.core.mandate import FIXED_PRICES
 from svc_console.core.models import EndpointRecord, Estimate, Kind, Outcome, Pricing, Receipt
 from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.core.networks import CHAIN_OF
 from svc_console.core.sanitize import inert_line
-from svc_console.market import errors
+from svc_console.market import challenges, errors
 from svc_console.market.mcp import McpClient, PaymentRefused, PaymentRequiredError, ToolError
 from svc_console.market.payer import Order
 from svc_console.market.rest import MarketClient
 
 if TYPE_CHECKING:
-    # The x402 package takes a second to import: it is loaded only when a payment is signed.
-    from svc_console.market.payments import ChallengeRejected, PaymentSigner
+    from svc_console.market.signer import Signer
 
 TOOL_OF = {
     Kind.dataset: "get_dataset",
     Kind.breed_agent: "svc_breed_agent",
     Kind.merge_models: "merge_models",
 }
-FIXED_PRICE = {Kind.breed_agent: Decimal(10), Kind.merge_models: Decimal(15)}
 # Arguments that carry a payment: only the console signs, so an agent may never supply one.
 PAYMENT_ARGUMENTS = {"payment_signature", "payment_proof", "x_payment"}
 MARKETPLACE = "marketplace"
@@ -91,20 +91,9 @@ def arguments(kind: Kind, dataset_id: str | None, inputs: dict[str, Any]) -> dic
 class PaidTools:
     """Quotes and pays charged MCP tools for the broker (a `market.payer.Payer`)."""
 
-    def __init__(self, mcp: McpClient, rest: MarketClient, payer_key: str | None):
-        self.mcp, self.rest = mcp, rest
-        self._payer_key = payer_key
+    def __init__(self, mcp: McpClient, rest: MarketClient, signer: Signer):
+        self.mcp, self.rest, self.signer = mcp, rest, signer
         self._schemas: dict[str, dict[str, Any]] | None = None
-
-    @functools.cached_property
-    def signer(self) -> PaymentSigner | None:
-        """Made on first use: eth-account and x402 take a second to import, and most sessions
-        never sign a tool payment."""
-        if not self._payer_key:
-            return None
-        from svc_console.market.payments import PaymentSigner
-
-        return PaymentSigner(self._payer_key)
 
     async def _check_schema(self, tool: str, args: dict[str, Any]) -> None:
         """Validates against the service's own input schema (tools/list), so a request the
@@ -126,7 +115,7 @@ class PaidTools:
             raise ToolRefused(f"invalid inputs: {inert_line(where, 40)}: {first.message[:160]}")
 
     async def quote(self, kind: Kind, dataset_id: str | None, inputs: dict[str, Any]) -> Quote:
-        if self.signer is None:
+        if not self.signer.can_sign:
             raise ToolRefused(
                 "no account wallet key to pay with: run svc-console login (its first login"
                 " saves the wallet)"
@@ -138,10 +127,16 @@ class PaidTools:
         if kind == Kind.dataset:
             listing = await self._listing(args["dataset_id"])
             if listing.price_usdc == 0:
-                return _quote(kind, listing, Decimal(0), "base")
-        challenge = await self._challenge(tool, args)
-        amount, chain = _figures(challenge)
-        return _quote(kind, listing, amount, chain)
+                free = Estimate(amount_usdc=Decimal(0), chain="base", protocol="x402")
+                return _quote(kind, listing, free)
+        estimate = _pinned(await self._challenge(tool, args))
+        fixed = FIXED_PRICES.get(kind)
+        if fixed is not None and estimate.amount_usdc != fixed:
+            raise ToolRefused(
+                f"{tool} costs exactly {format_usdc(fixed)} USDC but the service asked"
+                f" {format_usdc(estimate.amount_usdc)} USDC"
+            )
+        return _quote(kind, listing, estimate)
 
     async def _listing(self, dataset_id: str) -> DatasetListing:
         try:
@@ -165,31 +160,17 @@ class PaidTools:
         )
 
     async def pay(self, order: Order) -> Outcome:
-        """Calls the tool, paying at most what was approved (a `market.payer.Payer`). Raises
-        `PriceAboveCeiling` for a challenge above the ceiling or on another chain (the operator
-        is asked again), and `ToolRefused` for one that can never be paid (a compute tool not
-        at its fixed price, another asset or recipient)."""
-        kind, chain, idempotency_key = order.kind, order.chain, order.idempotency_key
-        tool = TOOL_OF[kind]
-        args = arguments(kind, order.dataset_id, order.inputs)
+        """Calls the tool, paying what its mandate covers (a `market.payer.Payer`). A challenge
+        outside the mandate raises `OutsideMandate` from the signer, nothing signed."""
+        mandate = order.mandate
+        tool = TOOL_OF[mandate.kind]
+        args = arguments(mandate.kind, mandate.dataset_id, order.inputs)
         if order.free:
-            return _outcome(await self._call(tool, args), chain, idempotency_key, Decimal(0))
-        if self.signer is None:
-            raise ToolRefused("no account wallet key to pay with: run svc-console login")
-        from svc_console.market.payments import Approval, ChallengeRejected
-
+            return _outcome(await self._call(tool, args), mandate.chain, order, Decimal(0))
         challenge = await self._challenge(tool, args)
-        approval = (
-            Approval.fixed_price(kind, chain)
-            if kind in FIXED_PRICE
-            else Approval(ceiling_usdc=order.ceiling_usdc, chain=chain)
-        )
-        try:
-            signed = self.signer.sign(challenge, approval)
-        except ChallengeRejected as exc:
-            raise _refusal(kind, exc) from None
+        signed = self.signer.x402(mandate, challenge)
         result = await self._call(tool, {**args, "payment_signature": signed.header})
-        return _outcome(result, chain, idempotency_key, signed.amount_usdc)
+        return _outcome(result, mandate.chain, order, signed.amount_usdc)
 
     async def _call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -206,23 +187,37 @@ class PaidTools:
             raise ToolRefused(f"{tool}: {inert_line(exc.message, 200)}") from None
 
 
-def _figures(challenge: dict[str, Any]) -> tuple[Decimal, str]:
-    """The price and chain of a challenge's first option, for the operator's estimate."""
-    accepts = challenge.get("accepts") if isinstance(challenge.get("accepts"), list) else []
-    option = accepts[0] if accepts and isinstance(accepts[0], dict) else {}
+def _pinned(challenge: dict[str, Any]) -> Estimate:
+    """The operator's estimate from a challenge: the price, chain, recipient, asset and network
+    of its first option the console could sign (USDC on an EVM network, `exact`)."""
     try:
-        amount = Decimal(int(str(option.get("amount")))) / Decimal(10**6)
-    except (ValueError, ArithmeticError):
-        raise ToolRefused("the payment challenge names no amount") from None
-    network = str(option.get("network") or "")
-    chain = CHAIN_OF.get(network)
-    if chain is None:
-        raise ToolRefused(f"the payment challenge names an unknown network {inert_line(network)}")
-    return amount, chain
+        required = challenges.decode(challenge)
+    except errors.OutsideMandate as exc:
+        raise ToolRefused(exc.message) from None
+    offers = [challenges.offer_of(option, 0) for option in challenges.options(required)]
+    offer = next((o for o in offers if challenges.signable(o, "exact", 0)), None)
+    if offer is None:
+        raise ToolRefused(
+            "the payment challenge offers no USDC payment on an EVM network that the console signs"
+        )
+    chain = CHAIN_OF.get(offer.network or "")
+    if chain is None or offer.amount_usdc is None:
+        raise ToolRefused(
+            f"the payment challenge names an unknown network {inert_line(offer.network)}"
+        )
+    return Estimate(
+        amount_usdc=offer.amount_usdc,
+        chain=chain,
+        protocol="x402",
+        pay_to=offer.recipient,
+        asset=offer.asset,
+        network=offer.network,
+        scheme=offer.scheme,
+    )
 
 
-def _quote(kind: Kind, listing: DatasetListing | None, amount: Decimal, chain: str) -> Quote:
-    estimate = Estimate(amount_usdc=amount, chain=chain, protocol="x402")
+def _quote(kind: Kind, listing: DatasetListing | None, estimate: Estimate) -> Quote:
+    amount, chain = estimate.amount_usdc, estimate.chain
     if listing is not None:
         quality = listing.quality_signals
         record = EndpointRecord(
@@ -267,25 +262,7 @@ def _quote(kind: Kind, listing: DatasetListing | None, amount: Decimal, chain: s
     return Quote(record, estimate, f"{name}. {purpose}")
 
 
-def _refusal(kind: Kind, exc: ChallengeRejected) -> errors.MarketError:
-    from svc_console.market.payments import ABOVE_CEILING, WRONG_NETWORK
-
-    asked = format_usdc(exc.amount_usdc) if exc.amount_usdc is not None else "an unknown amount"
-    chain = CHAIN_OF.get(exc.network or "", exc.network or "an unknown network")
-    if kind in FIXED_PRICE:
-        return ToolRefused(
-            f"{TOOL_OF[kind]} costs exactly {format_usdc(FIXED_PRICE[kind])} USDC but the"
-            f" service asked {asked} on {inert_line(chain, 30)} ({exc.reason}); nothing was paid"
-        )
-    if exc.reason in {ABOVE_CEILING, WRONG_NETWORK} and exc.amount_usdc is not None:
-        # A new price or chain is the operator's to approve again, as for market calls.
-        return errors.PriceAboveCeiling(exc.message, exc.amount_usdc, chain)
-    return ToolRefused(f"the payment challenge was not signed: {exc.message} ({exc.reason})")
-
-
-def _outcome(
-    data: dict[str, Any], chain: str, idempotency_key: str, signed_usdc: Decimal
-) -> Outcome:
+def _outcome(data: dict[str, Any], chain: str, order: Order, signed_usdc: Decimal) -> Outcome:
     payment = data.get("payment") if isinstance(data.get("payment"), dict) else {}
     charged_text = data.get("chargedUsdc")
     try:
@@ -296,7 +273,7 @@ def _outcome(
         protocol="x402",
         network=str(payment.get("network") or chain),
         transaction=str(payment.get("transaction") or "none: nothing was charged"),
-        idempotency_key=idempotency_key,
+        idempotency_key=order.idempotency_key,
     )
     return Outcome(
         status=200,

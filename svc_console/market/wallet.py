@@ -1,19 +1,24 @@
 """Client of the agent wallet proxy at {wallet_api_base} (bearer apiToken).
 
 The proxy is the only thing that makes money move for market calls. `dry_run` spends nothing;
-`execute` (through `pay`, a `market.payer.Payer`) is called only by the broker's executor, after a
-decision is committed, and always carries the approved ceiling and an idempotency key.
+`pay` sends a body the signer made (`market.signer.ApprovedBody`, the only `approved: true`), only
+for the broker's executor after a decision is committed (`market.proxy_payer`), always with the
+mandate's ceiling and chain and an idempotency key.
 """
 
+from __future__ import annotations
+
 from decimal import Decimal
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 from svc_console.core.models import DryRun, FundingCheckout, Outcome
 from svc_console.core.money import format_usdc
 from svc_console.market import http
 from svc_console.market.client import HttpClient
-from svc_console.market.payer import Order
+
+if TYPE_CHECKING:
+    from svc_console.market.signer import ApprovedBody
 
 Protocol = Literal["x402", "mpp"]
 _ACTIONS: dict[str, str] = {"x402": "x402/fetch", "mpp": "mpp/pay"}
@@ -44,45 +49,16 @@ class WalletClient:
         )
         return http.parse(response, DryRun.model_validate)
 
-    async def execute(
-        self,
-        protocol: Protocol,
-        endpoint_id: str,
-        inputs: dict[str, Any],
-        *,
-        ceiling_usdc: Decimal,
-        chain: str,
-        idempotency_key: str,
-    ) -> Outcome:
-        """Pay and call. The proxy refuses (PriceAboveCeiling) rather than pay above the ceiling or
-        on another chain than the one approved."""
-        body = {
-            "endpointId": endpoint_id,
-            "inputs": inputs,
-            "dryRun": False,
-            "approved": True,
-            "maxUsdc": format_usdc(ceiling_usdc),
-            "chain": chain,
-            "idempotencyKey": idempotency_key,
-        }
+    async def pay(self, approved: ApprovedBody) -> Outcome:
+        """Send what the signer approved (its ceiling and chain within the mandate); the proxy
+        refuses (PriceAboveCeiling) rather than pay above the ceiling or on another chain."""
         response = await self._client.send(
             "POST",
-            self._action(protocol),
-            json_body=body,
-            headers={"Idempotency-Key": idempotency_key},
+            self._action(approved.protocol),
+            json_body=approved.body,
+            headers={"Idempotency-Key": approved.idempotency_key},
         )
         return http.parse(response, Outcome.model_validate)
-
-    async def pay(self, order: Order) -> Outcome:
-        """A market call as a `Payer`: `execute` within the order's ceiling and chain."""
-        return await self.execute(
-            order.protocol,
-            order.endpoint_id or "",
-            order.inputs,
-            ceiling_usdc=order.ceiling_usdc,
-            chain=order.chain,
-            idempotency_key=order.idempotency_key,
-        )
 
     async def funding_checkout(self, amount_usdc: Decimal | None = None) -> FundingCheckout:
         """`POST /api/funding/checkout`: a checkout address the operator opens to top the wallet
@@ -91,5 +67,5 @@ class WalletClient:
         response = await self._client.send("POST", "/api/funding/checkout", json_body=body)
         return http.parse(response, FundingCheckout.model_validate)
 
-    def _action(self, protocol: Protocol) -> str:
+    def _action(self, protocol: str) -> str:
         return f"{self._prefix}/{_ACTIONS[protocol]}"

@@ -5,7 +5,8 @@ The file is read as CommonMark (markdown-it-py), as the people who review it see
 a block at the top level of the file is a policy block. The prose around the blocks is for people
 and is never interpreted. Whatever looks like a policy block but is not read as one is an error, not
 prose: a misspelt tag, a second word in the tag (`yaml policy`), a block inside a blockquote or a
-list item, a block inside HTML (a comment hides it when rendered). A limit must never silently drop
+list item, a block inside HTML (a comment hides it when rendered), a block indented into a code
+sample. A limit must never silently drop
 out, and a rule must never be enforced that a reader of the rendered file cannot see.
 """
 
@@ -67,7 +68,9 @@ def policy_blocks(text: str, file: str) -> list[Block]:
             blocks += [block] if block is not None else []
             problems += [problem] if problem is not None else []
         elif token.type == "html_block" and token.map is not None:
-            problems += _hidden_in_html(token.map, lines, file)
+            problems += _fences_within(token.map, lines, file, _IN_HTML)
+        elif token.type == "code_block" and token.map is not None:
+            problems += _fences_within(token.map, lines, file, _INDENTED)
     if problems:
         raise PolicyInvalid(problems)
     return blocks
@@ -106,20 +109,26 @@ def _closes(line: str, fence: str) -> bool:
     return len(stripped) >= len(fence) and set(stripped) == {fence[0]}
 
 
-def _hidden_in_html(span: list[int], lines: list[str], file: str) -> list[PolicyError]:
-    """A policy block written inside HTML: not rendered (a comment), so never read as rules."""
+_IN_HTML = (
+    "this policy block is inside HTML (a comment or a tag), hidden when the file is rendered;"
+    " it is not read as rules: write it at the top level of the file"
+)
+_INDENTED = (
+    "this policy block is indented by 4 spaces or more, which makes it a code sample, not"
+    " rules: start its fence at the beginning of the line"
+)
+
+
+def _fences_within(span: list[int], lines: list[str], file: str, why: str) -> list[PolicyError]:
+    """A policy block written where Markdown reads no fence: inside HTML (a comment hides it
+    when rendered), or indented into a code sample. Never read as rules, so an error."""
     problems = []
     for number in range(span[0], span[1]):
         opening = _FENCE_LINE.search(lines[number])
         words = opening.group("info").split() if opening else []
         if any(word == TAG or _looks_like_policy(word) for word in words):
-            problems.append(
-                PolicyError(
-                    Where(file, number + 1, lines[number].find(opening["fence"]) + 1),
-                    "this policy block is inside HTML (a comment or a tag), hidden when the file "
-                    "is rendered; it is not read as rules: write it at the top level of the file",
-                )
-            )
+            column = lines[number].find(opening["fence"]) + 1
+            problems.append(PolicyError(Where(file, number + 1, column), why))
     return problems
 
 

@@ -118,9 +118,7 @@ def _duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
-def explain_lines(verdict: Any, policy: Any, facts: Any, note: str | None) -> list[str]:
-
-    assert isinstance(facts, Facts)
+def explain_lines(verdict: Any, policy: Any, facts: Facts, note: str | None) -> list[str]:
     lines = [f"verdict: {verdict.outcome}", f"  {inert_line(verdict.summary, 300)}"]
     if note:
         lines.append(f"  ({note})")

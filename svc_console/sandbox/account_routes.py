@@ -382,6 +382,7 @@ class _AccountRoutes:
                 "totalSpentUsdc": format_usdc(spent),
                 "nextCursor": page[-1].id if more and page else None,
                 "balanceUsdc": format_usdc(self.state.balance),
+                "serviceId": self.state.service_id,
                 "sandbox": True,
             }
         )

@@ -92,9 +92,8 @@ class FaultInjector:
 
     async def _faulted(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
         dry_run = False
-        if self.state.faults.armed("reprice") and fnmatch.fnmatchcase(
-            path, ROUTE_GROUPS["proxy"][0]
-        ):
+        # Whether a proxy call is a dry run decides which faults it meets (`Fault.meets`).
+        if self.state.faults.armed() and fnmatch.fnmatchcase(path, ROUTE_GROUPS["proxy"][0]):
             body, receive = await _buffered(receive)
             dry_run = _is_dry_run(body)
         fired = self.state.faults.fire(path, dry_run=dry_run)

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from svc_console.sandbox.catalog import Catalog
     from svc_console.sandbox.state import SandboxState
 
-# The switch's JSON spells two options in camelCase; `Faults.add` takes them in snake_case.
-_WIRE_NAMES = {"delayMs": "delay_ms", "endpointId": "endpoint_id"}
+# The switch's JSON spells three options in camelCase; `Faults.add` takes them in snake_case.
+_WIRE_NAMES = {"delayMs": "delay_ms", "endpointId": "endpoint_id", "dryRun": "dry_run"}
 
 
 def require_admin_key(state: SandboxState, request: Request) -> None:
@@ -44,6 +44,7 @@ _ALLOWED = {
     "chain",
     "endpointId",
     "provider",
+    "dryRun",
 }
 
 

@@ -32,11 +32,17 @@ globs starting with `/`; default `["proxy", "market"]`. The switch's own route i
 How often: `count` fires on the next N matching requests then stops; `rate` fires on each matching
 request with that probability, drawn from a generator seeded with `seed` (default 0), so a run is
 repeatable; both together fire at most `count` times; neither fires on every matching request
-until cleared. Several faults may fire on one request: latency, delisting and repricing combine;
-an `error` then answers; otherwise the first `drop` or `malformed` mangles the answer.
+until cleared.
+
+Dry runs and payments: on the wallet proxy a call is a dry run (`dryRun: true`, the console's
+intake) or a payment. A fault with a `count` is aimed at payments: a dry run neither fires it nor
+spends its count, so `{"kind": "error", "count": 1}` armed before a request is submitted fails
+that request's payment, not its dry run. `dryRun: true` aims a fault at dry runs instead (only
+them), `dryRun: false` at payments whatever its count; a fault with neither a count nor `dryRun`
+meets both (weather). Off the wallet proxy no request is a dry run.
 
 The switch, authenticated with the sandbox's API key (`Authorization: Bearer sk_live_...`):
-`POST /sandbox/faults` with `{"kind", "routes"?, "count"?, "rate"?, "seed"?, "status"?,
+`POST /sandbox/faults` with `{"kind", "routes"?, "count"?, "rate"?, "seed"?, "dryRun"?, "status"?,
 "delayMs"?, "factor"?, "chain"?, "endpointId"?, "provider"?}` (201, `{"fault": {...}}`); `GET
 /sandbox/faults` (`{"faults": [...], "delisted": [...]}`, each fault with `fired` and
 `remaining`); `DELETE /sandbox/faults` (clears all, `{"cleared", "restored"}`); `DELETE
@@ -80,13 +86,13 @@ MAX_DELAY_MS = 60_000
 DEFAULT_FACTOR = Decimal(2)
 # Kind-specific options, so an option given to the wrong kind is refused rather than ignored.
 _OPTIONS = {
-    "error": {"status"},
-    "latency": {"delay_ms"},
-    "reprice": {"factor", "chain"},
-    "overbill": {"factor"},
-    "delist": {"endpoint_id", "provider"},
-    "drop": set(),
-    "malformed": set(),
+    "error": {"status", "dry_run"},
+    "latency": {"delay_ms", "dry_run"},
+    "reprice": {"factor", "chain"},  # never a dry run's: the runtime price is what it changes
+    "overbill": {"factor"},  # at the charge, which no dry run makes
+    "delist": {"endpoint_id", "provider", "dry_run"},
+    "drop": {"dry_run"},
+    "malformed": {"dry_run"},
 }
 
 # The extra price factor of the request being handled (1 outside a repriced request). Read by
@@ -157,12 +163,26 @@ class Fault:
     chain: str | None = None
     endpoint_id: str | None = None
     provider: str | None = None
+    dry_run: bool | None = None  # aimed at dry runs (True) or payments (False); None: see `aim`
     fired: int = 0
     _rng: random.Random | None = field(default=None, repr=False)
 
     @property
     def remaining(self) -> int | None:
         return None if self.count is None else self.count - self.fired
+
+    @property
+    def aim(self) -> bool | None:
+        """The calls it meets: dry runs (True), payments (False) or both (None). A count is
+        spent on payments unless told otherwise: a dry run never uses up a payment's fault."""
+        if self.dry_run is not None:
+            return self.dry_run
+        return False if self.count is not None else None
+
+    def meets(self, dry_run: bool) -> bool:
+        if self.kind == "reprice" and dry_run:
+            return False
+        return self.aim is None or self.aim == dry_run
 
     def matches(self, path: str) -> bool:
         for route in self.routes:
@@ -181,6 +201,7 @@ class Fault:
             "seed": self.seed,
             "fired": self.fired,
             "remaining": self.remaining,
+            "dryRun": self.aim,
         }
         for name, wire in (
             ("status", "status"),
@@ -288,6 +309,7 @@ class Faults:
         chain: str | None = None,
         endpoint_id: str | None = None,
         provider: str | None = None,
+        dry_run: bool | None = None,
     ) -> Fault:
         """Arms a fault; raises ValueError naming the option at fault."""
         if kind not in KINDS:
@@ -300,7 +322,10 @@ class Faults:
             chain=chain,
             endpoint_id=endpoint_id,
             provider=provider,
+            dry_run=dry_run,
         )
+        if dry_run is not None and not isinstance(dry_run, bool):
+            raise ValueError("dry_run must be true or false")
         count, rate, seed = _how_often(count, rate, seed)
         if kind == "error":
             status = DEFAULT_STATUS if status is None else _int("status", status, 500, 599)
@@ -329,6 +354,7 @@ class Faults:
                 chain=chain,
                 endpoint_id=endpoint_id,
                 provider=provider,
+                dry_run=dry_run,
                 _rng=random.Random(seed) if rate is not None else None,
             )
             self._faults.append(fault)
@@ -370,23 +396,21 @@ class Faults:
                 if endpoint_id not in self._delisted:
                     self._delisted.append(endpoint_id)
 
-    def armed(self, kind: str) -> bool:
-        """Whether a fault of `kind` may still fire."""
+    def armed(self, kind: str | None = None) -> bool:
+        """Whether a fault (of `kind`, or of any kind) may still fire."""
         with self._lock:
-            return any(f.kind == kind and f.remaining != 0 for f in self._faults)
+            return any(kind in (None, f.kind) and f.remaining != 0 for f in self._faults)
 
     def fire(self, path: str, *, dry_run: bool = False) -> list[Fault]:
         """The faults that fire on a request to `path`, in the order they were armed; counts and
-        random draws are consumed here, once per matching request. A dry run is never repriced
-        (the runtime price is what a reprice changes), so it spends none of a reprice's count; an
-        overbill fires at the charge instead (`bill_factor`)."""
+        random draws are consumed here, once per matching request the fault meets (`meets`: a
+        dry run spends nothing of a fault aimed at payments, nor of a reprice, which changes
+        the runtime price alone). An overbill fires at the charge instead (`bill_factor`)."""
         with self._lock:
             return [
                 fault
                 for fault in self._faults
-                if fault.kind != "overbill"
-                and not (dry_run and fault.kind == "reprice")
-                and _takes(fault, path)
+                if fault.kind != "overbill" and fault.meets(dry_run) and _takes(fault, path)
             ]
 
     def bill_factor(self) -> Decimal:

@@ -75,6 +75,10 @@ class SandboxState:
         outbox: Path | None = None,
     ):
         self.lock = threading.RLock()
+        # Each sandbox is a service of its own: its charges are numbered from ch_000001 again,
+        # and the console keeps them under this identity (`GET /api/agent/usage`'s serviceId),
+        # so a restarted sandbox adds charges beside the last one's instead of meeting them.
+        self.service_id = "sandbox-" + secrets.token_hex(8)
         self.api_key = "sk_live_" + secrets.token_urlsafe(24)
         self.username = username
         self.api_token = secrets.token_urlsafe(32)

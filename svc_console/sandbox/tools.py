@@ -350,15 +350,19 @@ def _get_dataset(ctx: Context, args: GetDatasetArgs) -> dict[str, Any]:
 def _job(
     ctx: Context, tool: str, price: Decimal, params: dict[str, Any], signature: str | None
 ) -> dict[str, Any]:
+    caller = ctx.caller
+    if caller is None:  # a real check, before anything is charged: it must hold under -O too
+        raise ToolFailure(
+            "UNAUTHORIZED", f"{tool} needs an sk_live_ API key or an OAuth token (mcp:tools)"
+        )
     resource = f"{ctx.base_url}/api/mcp/tools/{tool}"
     purpose = "GPU fine-tuning job" if tool == "svc_breed_agent" else "model-merge job"
     price = ctx.gate.runtime_amount(price)
     required = ctx.gate.required(resource, price, f"{purpose} ({format_usdc(price)} USDC)")
     settlement = _pay(ctx, required, price, signature, charge_for=tool)
-    assert ctx.caller is not None  # the compute tools need a credential
     job = ctx.state.jobs.create(
         tool,
-        agent_id=ctx.caller.agent_id,
+        agent_id=caller.agent_id,
         params=params,
         charged_usdc=format_usdc(settlement.amount_usdc),
         payment=settlement.as_json(),

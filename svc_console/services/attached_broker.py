@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -48,8 +48,10 @@ class Service:
 
 
 def as_broker_error(exc: AgentError) -> errors.BrokerError:
-    """The broker's refusal, as the screen catches it when the broker is in process."""
-    error = errors.BrokerError(exc.message, **exc.data)
+    """The broker's refusal, as the screen catches it when the broker is in process (a request
+    changed since it was shown, told apart: the screen shows it again)."""
+    kind = errors.FactsChanged if exc.reason == errors.FactsChanged.reason else errors.BrokerError
+    error = kind(exc.message, **exc.data)
     error.code, error.reason = exc.code, exc.reason
     return error
 
@@ -94,6 +96,10 @@ class AttachedBroker:
         # With operator accounts: (name, token), given once at start (`tui/attached/sign_in`).
         self.operator: tuple[str, str] | None = None
         self.operators_required = False
+        # Where agents of the owner's user are accepted and no credential is set: why nothing
+        # can be decided here, and how to set one (the broker's words).
+        self.no_credential: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._client: AsyncAgent | None = None
         self._threshold: Decimal | None = None
         self._listeners: list[Listener] = []
@@ -121,9 +127,11 @@ class AttachedBroker:
         self._client = client
         self.market = Service(hello.get("service") or {})
         following = await client.call("approvals.follow", {})
+        self._loop = asyncio.get_running_loop()
         self._threshold = _decimal(following.get("confirm_above_usdc"))
         self.passphrase_required = bool(following.get("passphrase_required"))
         self.operators_required = bool(following.get("operators_required"))
+        self.no_credential = following.get("no_credential")
 
     async def detach(self) -> None:
         """Stop following; the broker and its sockets go on."""
@@ -263,6 +271,21 @@ class AttachedBroker:
         except AgentError as exc:
             raise as_broker_error(exc) from None
 
+    def check_from_thread(self, credentials: dict[str, str]) -> tuple[str | None, str | None]:
+        """Ask the broker whether `credentials` would let this console act, from a worker
+        thread (a slow hash, and a wait after wrong ones, are the broker's): the operator they
+        prove (None for a passphrase) and None, or None and the broker's refusal."""
+        if self._client is None or self._loop is None:
+            return None, "not attached to the broker; nothing was checked"
+        asked = self._client.call("operators.check", credentials)
+        try:
+            said = asyncio.run_coroutine_threadsafe(asked, self._loop).result()
+        except AgentError as exc:
+            return None, exc.message
+        except Exception as exc:  # the connection lost meanwhile: nothing was let in
+            return None, f"the broker could not check it ({exc}); try again"
+        return said.get("operator"), None
+
     async def approve(self, params: ApproveParams, _decider: object = None) -> SpendRequest:
         said = params.model_dump(mode="json", exclude_none=True, exclude={"passphrase"})
         await self.call("approvals.approve", said)
@@ -280,8 +303,11 @@ class AttachedBroker:
         confirm_total: Decimal | None = None,
         note: str | None = None,
         decider: object = None,
+        seen: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
         params: dict[str, Any] = {"request_ids": list(request_ids)}
+        if seen:
+            params["seen"] = dict(seen)
         if confirm_total is not None:
             params["confirm_total"] = str(confirm_total)
         if note is not None:
@@ -289,9 +315,15 @@ class AttachedBroker:
         return await self.call("approvals.approve_many", params)
 
     async def deny_many(
-        self, request_ids: Iterable[str], reason: str, decider: object = None
+        self,
+        request_ids: Iterable[str],
+        reason: str,
+        decider: object = None,
+        seen: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
-        params = {"request_ids": list(request_ids), "reason": reason}
+        params: dict[str, Any] = {"request_ids": list(request_ids), "reason": reason}
+        if seen:
+            params["seen"] = dict(seen)
         return await self.call("approvals.deny_many", params)
 
 

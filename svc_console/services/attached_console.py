@@ -46,11 +46,13 @@ class _Sandbox:
 
 
 class _Remembered:
-    """The operator passphrase, checked as the embedded console checks it, and once it matches
-    kept in memory for this console's decisions: the broker asks for it on each one."""
+    """The operator passphrase, checked by the broker as it checks every act's (its wait after
+    wrong ones included), and once it matches kept in memory for this console's decisions: the
+    broker asks for it on each one."""
 
     def __init__(self, passphrase: Any, console: AttachedConsole):
         self._passphrase, self._console = passphrase, console
+        self.refusal: str | None = None  # the broker's word on the last wrong try
 
     def is_set(self) -> bool:
         # The file, as the embedded console reads it (before the broker is reached), or the
@@ -61,19 +63,24 @@ class _Remembered:
         return self._passphrase.is_set()
 
     def verify(self, typed: str) -> bool:
-        if not self._passphrase.verify(typed):
+        broker = self._console.broker
+        # Checked in a worker: the console may have stopped (its broker let go) meanwhile.
+        if broker is None:
             return False
-        assert self._console.broker is not None, "asked once the console is attached"
-        self._console.broker.passphrase = typed
+        _, self.refusal = broker.check_from_thread({"passphrase": typed})
+        if self.refusal is not None:
+            return False
+        broker.passphrase = typed
         return True
 
 
 class _SignIn:
-    """With operator accounts: the operator's name and token, checked against the accounts file
-    as the broker checks them, then kept in memory and sent with each decision."""
+    """With operator accounts: the operator's name and token, checked by the broker as it
+    checks every act's, then kept in memory and sent with each decision."""
 
     def __init__(self, console: AttachedConsole):
         self._console = console
+        self.refusal: str | None = None  # the broker's word on the last wrong try
 
     def needed(self) -> bool:
         broker = self._console.broker
@@ -91,18 +98,13 @@ class _SignIn:
             return ""
 
     def verify(self, name: str, token: str) -> bool:
-        from svc_console.config.operator_accounts import OperatorAccounts
-
-        accounts = OperatorAccounts(self._console.paths.operator_accounts)
-        try:
-            account = accounts.authenticate(name, token)
-        except Exception:  # an accounts file that cannot be read: nobody signs in
-            log.exception("the operator accounts could not be read")
+        broker = self._console.broker
+        if broker is None:  # the console stopped meanwhile: nobody to sign in to
             return False
-        if account is None:
+        proved, self.refusal = broker.check_from_thread({"operator": name, "token": token})
+        if proved is None:
             return False
-        assert self._console.broker is not None, "asked once the console is attached"
-        self._console.broker.operator = (account.name, token)
+        broker.operator = (proved, token)
         return True
 
 

@@ -138,10 +138,12 @@ class Notifier:
         if here is not self._loop:  # a listener called from another thread
             self._loop.call_soon_threadsafe(self.send, notice)
             return
-        if not self._admitted():
+        client = self._client
+        if client is None or not self._admitted():
             return
         for hook in self.settings.webhooks:
-            task = asyncio.create_task(self._deliver(notice, hook), name=f"notify-{hook.host}")
+            delivery = self._deliver(client, notice, hook)
+            task = asyncio.create_task(delivery, name=f"notify-{hook.host}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -165,14 +167,13 @@ class Notifier:
         self.admitted += 1
         return True
 
-    async def _deliver(self, notice: Notice, hook: Webhook) -> None:
-        assert self._client is not None
+    async def _deliver(self, client: httpx.AsyncClient, notice: Notice, hook: Webhook) -> None:
         problem = "not sent"
         attempt = 0
         for attempt in range(1, self.attempts + 1):
             delivery = render(notice, hook)  # signed afresh: a receiver may refuse a stale stamp
             try:
-                response = await self._client.post(
+                response = await client.post(
                     hook.url, content=delivery.body, headers=delivery.headers
                 )
             except (httpx.HTTPError, httpx.InvalidURL) as exc:

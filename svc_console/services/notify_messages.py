@@ -4,7 +4,8 @@ A notice leaves the machine for a chat room or a phone, read by people and parse
 act on what they read: a Slack mention pages a whole channel, a link is one tap away. So a notice is
 the console's own sentence, and what an agent (or a provider, or a policy file) wrote appears in it
 only as a short quoted fragment, made inert for the format it goes to, with anything that looks
-like a secret or an e-mail address hidden. Inputs are never part of a notice.
+like a secret or an e-mail address hidden and no link left to tap, a bare domain included.
+Inputs are never part of a notice.
 
 The generic JSON body is signed: `X-Svc-Console-Signature: sha256=<hex>`, the HMAC-SHA256, keyed
 with the webhook's secret, of the `X-Svc-Console-Timestamp` value, a full stop, and the raw body.
@@ -45,6 +46,14 @@ _NTFY = {
 }
 # A link the receiver would make clickable: `https://` becomes `https[:]//`.
 _SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*):(/{1,2})")
+# A bare domain or address a receiver would make a link of (`www.evil.example`, `10.0.0.1`): its
+# dots become `[.]`. Labels may hold any letters; a dot may be an ideographic or full-width one.
+_DOT = "[.\u3002\uff0e\uff61]"
+_DOMAIN = re.compile(
+    rf"(?<![\w.@-])(?:[^\W_](?:[\w-]{{0,61}}[^\W_])?{_DOT})+(?:[^\W\d_]{{2,63}}|xn--[\w-]+)"
+    rf"(?![\w-])|(?<![\w.])\d{{1,3}}(?:{_DOT}\d{{1,3}}){{3}}(?![\w.])"
+)
+_ANY_DOT = re.compile(_DOT)
 # Underscores stay: ids are full of them, and alone they make no link, image or heading.
 _NTFY_MARKDOWN = re.compile(r"[*~`#<>|\[\]()!\\]")
 
@@ -83,8 +92,10 @@ def hidden(text: str) -> str:
 
 
 def fragment(text: str, *, limit: int = QUOTED_CHARS) -> str:
-    """Untrusted text as one short inert line, secrets hidden and links broken, unquoted."""
+    """Untrusted text as one short inert line, secrets hidden and links broken (schemes and bare
+    domains alike), unquoted."""
     line = _SCHEME.sub(r"\1[:]\2", hidden(inert_line(text, 10 * limit)))
+    line = _DOMAIN.sub(lambda found: _ANY_DOT.sub("[.]", found.group()), line)
     line = line.replace('"', "'")  # a quote inside cannot close the quotation early
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
@@ -135,7 +146,8 @@ def render(notice: Notice, hook: Webhook, now: float | None = None) -> Delivery:
             "at": iso(notice.at),
         }
     )
-    assert hook.secret is not None, "a json webhook is always configured with its secret"
+    if hook.secret is None:  # the settings refuse such a webhook; never sent unsigned
+        raise ValueError("a json webhook signs its notices: it needs its secret")
     stamp = str(int(time.time() if now is None else now))
     headers = {
         "Content-Type": "application/json",

@@ -51,6 +51,8 @@ FIELDS = (
     "reconciled",
     "flag",
     "flag_reason",
+    "service",
+    "version",
 )
 # Cells a spreadsheet would evaluate (OWASP's list for CSV injection).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -89,6 +91,10 @@ def record(row: UsageRow) -> dict[str, object]:
         "reconciled": row.state,
         "flag": row.flag,
         "flag_reason": FLAG_TEXT.get(row.flag, row.flag) if row.flag else None,
+        # Whose charge it is, and which version: a `conflict` row is version 2 or later of a
+        # charge id this service reported before with other facts (both rows are exported).
+        "service": row.service,
+        "version": row.version,
     }
 
 

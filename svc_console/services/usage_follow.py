@@ -1,7 +1,8 @@
 """The usage history kept current without anyone pressing `s`: synced when the console starts,
 every few minutes, and shortly after each execution ends (when a new charge is likely), under
 `serve` as in the TUI. A failed sync is logged and tried again at the next occasion; it never
-stops the console.
+stops the console. Where the service ends with the console (the embedded sandbox), one more sync
+at the stop keeps the charges of its last moments.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from svc_console.core.tasks import cancel_and_wait
 log = logging.getLogger(__name__)
 EVERY_S = 300.0
 SETTLE_S = 2.0  # after an execution ends: let a burst of them end too, then sync once
+STOP_SYNC_S = 10.0  # the most the last sync may hold up a stop
 _CHARGES_LIKELY = frozenset({State.succeeded, State.failed, State.unknown})
 
 
@@ -30,8 +32,10 @@ class UsageFollower:
         *,
         every_s: float = EVERY_S,
         settle_s: float = SETTLE_S,
+        sync_at_stop: bool = False,
     ):
         self._sync, self._clock = sync, clock
+        self._sync_at_stop = sync_at_stop
         self._every_s, self._settle_s = every_s, settle_s
         self._soon = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -50,8 +54,14 @@ class UsageFollower:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        await cancel_and_wait([self._task])
-        self._task = None
+        task, self._task = self._task, None
+        await cancel_and_wait([task])
+        if task is not None and self._sync_at_stop:
+            try:
+                async with asyncio.timeout(STOP_SYNC_S):
+                    await self._once()
+            except TimeoutError:
+                log.warning("the last usage sync took over %.0f s: left undone", STOP_SYNC_S)
 
     def sync_soon(self) -> None:
         """Sync at the next moment (after the settling pause), not at the next period."""

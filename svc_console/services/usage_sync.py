@@ -1,9 +1,13 @@
 """Keep the ledger's copy of the service's usage history current: fetch `GET /api/agent/usage`
-page by page and hand each page to `ledger.usage_write.sync_usage`, which dedupes and reconciles.
+page by page and hand each page to `ledger.usage_write.sync_usage`, which keeps every charge
+under the service it came from, dedupes and reconciles.
 
-Incremental: it asks only for charges since the newest one already stored, less a day of overlap
-(a charge the service reports late is still picked up; the overlap costs nothing, charges are
-deduped by id). Each page is its own transaction, so an interrupted sync keeps what it stored.
+The service's charges are kept under the identity it gives itself, else its base URL
+(`core.usage.service_identity`); a first small page says which, before the newest charge already
+stored of that service is looked up. Incremental: it asks only for charges since that one, less
+a day of overlap (a charge the service reports late is still picked up; the overlap costs
+nothing, a charge held with the same facts is not stored twice). Each page is its own
+transaction, so an interrupted sync keeps what it stored.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
-from svc_console.core.usage import DAY_S
+from svc_console.core.usage import DAY_S, service_identity
 from svc_console.ledger.usage_write import SyncResult, sync_usage
 
 if TYPE_CHECKING:
@@ -28,16 +32,22 @@ def _add(a: SyncResult, b: SyncResult) -> SyncResult:
 
 
 async def sync_from(
-    account: AccountClient, ledger: Ledger, *, page_size: int = PAGE_SIZE
+    account: AccountClient, ledger: Ledger, base_url: str, *, page_size: int = PAGE_SIZE
 ) -> SyncResult:
-    """Fetch every charge since the last sync and store it; returns what changed."""
-    newest = ledger.db.execute("SELECT max(at) FROM usage").fetchone()[0]
+    """Fetch every charge of the service at `base_url` since the last sync and store it;
+    returns what changed."""
+    first = await account.usage(limit=1)
+    service = service_identity(base_url, first.service_id)
+    newest = ledger.db.execute("SELECT max(at) FROM usage WHERE service = ?", [service]).fetchone()[
+        0
+    ]
     since = None if newest is None else newest - OVERLAP_S
     total = SyncResult(0, 0, 0, 0, 0)
     cursor: str | None = None
     for _ in range(MAX_PAGES):
         page = await account.usage(since=since, cursor=cursor, limit=page_size)
-        total = _add(total, sync_usage(ledger, page.charges))
+        identity = service_identity(base_url, page.service_id)
+        total = _add(total, sync_usage(ledger, page.charges, service=identity))
         if not page.next_cursor or not page.charges:
             break
         cursor = page.next_cursor

@@ -262,6 +262,11 @@ class ConsoleApp(App[None]):
 
             self.push_screen(UnlockScreen(passphrase), self._unlock_answered)
             return
+        from svc_console.tui.passphrase_offer import PassphraseOfferScreen, offer_needed
+
+        if offer_needed(self.runtime):
+            self.push_screen(PassphraseOfferScreen(self.runtime), self._offer_answered)
+            return
         await self._open()
 
     def _sign_in(self) -> Any:
@@ -311,6 +316,14 @@ class ConsoleApp(App[None]):
             await self._open()
         else:
             self.exit(return_code=1, message=Text("svc-console: not unlocked; nothing decided"))
+
+    async def _offer_answered(self, set_now: bool | None) -> None:
+        from svc_console.tui.passphrase_offer import answered
+
+        await self._open()
+        title, text = answered(bool(set_now))
+        severity = "information" if set_now else "warning"
+        self.notify(text, title=title, severity=severity, timeout=15, markup=False)
 
     async def _open(self) -> None:
         """The screens, once the runtime runs (and the operator unlocked it, where asked)."""
@@ -394,6 +407,12 @@ class ConsoleApp(App[None]):
                 markup=False,
             )
         self._report_screen_problems(self._screen_problems)
+        # Attached to a broker that refuses every decision from here: said at once, not at the
+        # first refused approval.
+        refused = getattr(self.runtime.broker, "no_credential", None)
+        if refused:
+            title = "Decisions refused here"
+            self.notify(refused, title=title, severity="warning", timeout=30, markup=False)
 
     def _report_unsettled(self) -> None:
         """The calls a crash left in flight, now `unknown`: one notification that stays for ten

@@ -21,9 +21,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from svc_console.broker.params import DenyParams
+from svc_console.core.mandate import pays_to
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.core.sanitize import inert_line
+from svc_console.core.shown_facts import facts_digest
 from svc_console.tui.bindings import bindings
 from svc_console.tui.widgets.countdown import Countdown
 from svc_console.tui.widgets.queue import endpoint_name
@@ -84,6 +86,9 @@ class _DecisionModal(ModalScreen[ResultType]):
     def __init__(self, request: SpendRequest, *, clock: Callable[[], float] | None = None) -> None:
         super().__init__()
         self.request = request
+        # The digest of the facts shown as the dialog opens: the decision carries it, and the
+        # broker refuses it once the request changed.
+        self.seen = facts_digest(request)
         # The console's clock, for the countdown; without one no countdown is shown.
         self.clock = clock
 
@@ -158,8 +163,11 @@ class ConfirmAmountModal(_DecisionModal[Decimal | None]):
         self.amount = amount
 
     def explain(self) -> Text:
+        request = self.request
+        to = pays_to(request.kind, request.estimate, request.endpoint)
         return Text(
-            f"This approval lets up to {format_usdc(self.amount)} USDC be spent. "
+            f"This approval lets up to {format_usdc(self.amount)} USDC be spent.\n"
+            f"Pays to: {to}.\n"
             f"Type {format_usdc(self.amount)} to approve it."
         )
 

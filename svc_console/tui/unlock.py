@@ -44,6 +44,12 @@ class SecretCheckScreen(ModalScreen[bool]):
     def refused(self) -> None:
         """A wrong try, just counted; on the event loop. Nothing more by default."""
 
+    def waiting(self, checker: Any) -> str:
+        """What a checker that asked the broker says of a wrong try when the broker makes the
+        next one wait (after several wrong ones): said after the count, else nothing."""
+        said = (getattr(checker, "refusal", None) or "").split(";")[0]
+        return f" {said[:1].upper()}{said[1:]}." if "try again in" in said else ""
+
     def on_mount(self) -> None:
         for field in self.query(Input):
             field.cursor_blink = getattr(self.app, "cursor_blink", True)
@@ -111,4 +117,5 @@ class UnlockScreen(SecretCheckScreen):
         return bool(self.passphrase.verify(typed[0]))
 
     def wrong(self) -> str:
-        return f"Wrong passphrase ({self.attempts} attempt(s)). Try again."
+        waiting = self.waiting(self.passphrase)
+        return f"Wrong passphrase ({self.attempts} attempt(s)).{waiting or ' Try again.'}"

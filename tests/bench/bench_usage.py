@@ -180,15 +180,13 @@ async def _datatable_run(ledger: Path, rows: int) -> tuple[float, list[float]]:
             yield Footer()
 
         def on_mount(self) -> None:
-            from svc_console.ledger.usage_query import UsageRow
+            from svc_console.ledger.usage_query import ROW_COLUMNS, UsageRow
 
             table = self.query_one(DataTable)
             table.add_columns(*(c.title for c in COLUMNS))
             conn = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
             cursor = conn.execute(
-                "SELECT seq, id, at, agent, kind, resource, provider, domain_type, chain,"
-                " protocol, amount, idempotency_key, receipt, request_id, decision, decided_by,"
-                " ceiling, state, flag FROM usage ORDER BY at DESC, seq DESC LIMIT ?",
+                f"SELECT {', '.join(ROW_COLUMNS)} FROM usage ORDER BY at DESC, seq DESC LIMIT ?",
                 [rows],
             )
             table.add_rows(

@@ -9,7 +9,9 @@ with `--sandbox-farm N`, N sandbox processes behind one port instead, `sandbox_f
 broker listener (what the TUI uses to see a request) that prints one line per request the moment
 it becomes visible decided: `<request id> <state> <CLOCK_MONOTONIC ns>`. CLOCK_MONOTONIC is one
 clock for every process on the machine, so the agent's send time and the broker's "visible" time
-can be subtracted. `echo` is the baseline: a bare asyncio JSON-line echo on a Unix socket.
+can be subtracted. With `BENCH_METRICS=HOST:PORT` in the environment it also serves `/metrics`
+there, as `serve --metrics` does, to scrape while a benchmark runs. `echo` is the baseline: a
+bare asyncio JSON-line echo on a Unix socket.
 `agents` is the throughput load: N AsyncAgent connections submitting K requests each, at once.
 
 Every host prints `ready ...` on stdout when it is up and stops when its stdin closes.
@@ -185,11 +187,15 @@ async def _broker(args: argparse.Namespace) -> None:
     else:
         sandbox = _profiled_sandbox(args.profile)
     sandbox.start()
+    metrics = os.environ.get("BENCH_METRICS")
     runtime = Runtime(
         paths=paths,
         sandbox=sandbox,
         config=BrokerConfig(),
         broker_options=broker_options,
+        metrics_at=(metrics.rpartition(":")[0], int(metrics.rpartition(":")[2]))
+        if metrics
+        else None,
         **runtime_options,
     )
     loop = asyncio.get_running_loop()

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from helpers import SEARCH, eventually, operator
+from operator_support import past_the_wait
 
 from svc_console.agent import AgentError, AsyncAgent
 from svc_console.broker import BrokerConfig
@@ -29,13 +30,22 @@ OPEN = AgentSettings(enrolment="open")
 
 @pytest.fixture
 def start(paths, sandbox, keep_started) -> Callable[..., Awaitable[Runtime]]:
-    async def run(settings: AgentSettings = STRICT, policy: str | None = None) -> Runtime:
+    async def run(
+        settings: AgentSettings = STRICT, policy: str | None = None, clock: Any = None
+    ) -> Runtime:
         if policy is not None:
             paths.home.mkdir(parents=True, exist_ok=True)
             (paths.home / "SKILLS.md").write_text(policy)
         config = BrokerConfig()
+        options = {} if clock is None else {"clock": clock}
         return await keep_started(
-            Runtime(paths=paths, sandbox=sandbox, config=config, agent_settings=settings)
+            Runtime(
+                paths=paths,
+                sandbox=sandbox,
+                config=config,
+                agent_settings=settings,
+                broker_options=options,
+            )
         )
 
     return run
@@ -221,9 +231,9 @@ async def test_a_rotated_token_stops_at_once_and_a_revocation_counts_at_the_next
     assert runtime.broker.get(ticket["request_id"]).state == State.cancelled
 
 
-async def test_with_a_passphrase_a_decision_without_it_is_refused_and_recorded(start, paths):
+async def test_with_a_passphrase_a_decision_without_it_is_refused_and_recorded(start, paths, clock):
     OperatorPassphrase(paths.operator_passphrase).set("correct horse battery")
-    runtime = await start(OPEN)
+    runtime = await start(OPEN, clock=clock)
     # Deleting the file after the start changes nothing: the console pinned it.
     paths.operator_passphrase.unlink()
     async with AsyncAgent("bot", runtime.paths.socket) as agent:
@@ -239,6 +249,7 @@ async def test_with_a_passphrase_a_decision_without_it_is_refused_and_recorded(s
         with pytest.raises(AgentError):
             await line.call("approvals.deny", {"request_id": request_id, "reason": "x"})
         assert runtime.broker.get(request_id).state == State.pending
+        past_the_wait(runtime, clock)  # a wrong passphrase earns one (test_guessing.py)
         approved = await line.call(
             "approvals.approve", {"request_id": request_id, "passphrase": "correct horse battery"}
         )
@@ -246,17 +257,26 @@ async def test_with_a_passphrase_a_decision_without_it_is_refused_and_recorded(s
     assert history[0]["decision"]["evidence"] == approved["decision"]["evidence"]
     assert approved["decision"]["evidence"]["channel"] == "cli"
     assert approved["decision"]["evidence"]["pid"] == os.getpid()
+    # The first refusal whole, the rest of its burst counted (refusal_log.RefusalAudit).
+    runtime.broker.decisions.refusals.flush(everything=True)
     refusals = [
         json.loads(e["data"])
         for e in runtime.ledger.events(request_id)
         if e["type"] == "decision_refused"
     ]
-    assert [r["reason"] for r in refusals] == [
-        "no operator passphrase given",
-        "wrong operator passphrase",
-        "no operator passphrase given",
-    ]
-    assert all(r["evidence"]["uid"] == os.getuid() for r in refusals)
+    assert [r["reason"] for r in refusals] == ["no operator passphrase given"]
+    assert refusals[0]["evidence"]["uid"] == os.getuid()
+    (summary,) = summaries(runtime)
+    assert summary["count"] == 2 and summary["requests"] == [request_id]
+    assert summary["reasons"] == {"wrong operator passphrase": 1, "no operator passphrase given": 1}
+    assert summary["evidence"]["uid"] == os.getuid()
+
+
+def summaries(runtime: Runtime) -> list[dict[str, Any]]:
+    rows = runtime.ledger.db.execute(
+        "SELECT data FROM events WHERE type = 'decisions_refused' ORDER BY seq"
+    ).fetchall()
+    return [json.loads(data) for (data,) in rows]
 
 
 async def test_an_unsafe_socket_folder_is_refused_and_left_as_it_was(paths, sandbox, tmp_path):

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable
 
 import pytest
 from helpers import FakeClock, agent_token, eventually, operator
+from operator_support import operator_cli, set_passphrase
 
 from svc_console.agent import AgentError, AsyncAgent
 from svc_console.core.states import FINAL, State
@@ -72,9 +71,11 @@ def start(paths, make_runtime, keep_started) -> Callable[..., Awaitable[Runtime]
     """Start a runtime with `text` as its SKILLS.md; whatever a test leaves running is stopped."""
 
     async def run(text: str | None, **options) -> Runtime:
+        paths.home.mkdir(parents=True, exist_ok=True)
         if text is not None:
-            paths.home.mkdir(parents=True, exist_ok=True)
             (paths.home / "SKILLS.md").write_text(text)
+        # Agents of the tests' own user are accepted: the operator's commands need it.
+        set_passphrase(paths.home)
         return await keep_started(make_runtime(**options))
 
     return run
@@ -229,24 +230,16 @@ async def test_a_restart_keeps_the_counts_and_the_pauses(start):
 
 
 async def _cli(runtime: Runtime, *args: str) -> subprocess.CompletedProcess[str]:
-    """The command, in a thread: the console it speaks to runs on this test's loop."""
-    env = {**os.environ, "SVC_CONSOLE_HOME": str(runtime.paths.home)}
-    return await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "svc_console", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    """The command as the operator runs it, typing the passphrase the test set (in a thread:
+    the console it speaks to runs on this test's loop)."""
+    return await operator_cli(runtime.paths.home, *args)
 
 
+@pytest.mark.engines("sqlite")  # the CLI reads the sandbox's ledger from its file
 async def test_explain_names_the_brake_and_its_count_and_simulate_replays_the_brakes(
     start, tmp_path
 ):
     runtime = await start(AUTO)
-    if runtime.ledger.url is not None:
-        pytest.skip("the CLI reads the sandbox's ledger from its file: it is never on PostgreSQL")
     for _ in range(3):
         assert (await settled(runtime, "loop-bot", {"query": "same"})).state == State.succeeded
     for n in range(2):

@@ -233,14 +233,19 @@ async def test_a_second_broker_on_the_same_home_is_refused(runtime, make_runtime
 
 
 async def test_concurrent_waits_all_wake(runtime):
+    broker = runtime.broker
     async with AsyncAgent("bot", runtime.paths.socket) as agent:
         ticket = await agent.submit(**SEARCH, purpose="p")
-        await pending(runtime, ticket["request_id"])
-        waits = [
-            asyncio.create_task(agent.wait(ticket["request_id"], timeout_s=10)) for _ in range(5)
-        ]
-        await asyncio.sleep(0.05)
-        await runtime.broker.deny(DenyParams(request_id=ticket["request_id"], reason="no"))
+        request_id = ticket["request_id"]
+        await pending(runtime, request_id)
+        waits = [asyncio.create_task(agent.wait(request_id, timeout_s=60)) for _ in range(5)]
+        # All five are waiting in the broker before the request changes.
+        waiting = await eventually(
+            lambda: len(found := set(broker._waiters.get(request_id, ()))) == 5 and found
+        )
+        await broker.deny(DenyParams(request_id=request_id, reason="no"))
+        # Woken by the denial itself, not let go by their timeout.
+        assert all(waiter.done() and not waiter.cancelled() for waiter in waiting)
         results = await asyncio.gather(*waits)
     assert {r["state"] for r in results} == {"denied"}
 

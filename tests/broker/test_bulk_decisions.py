@@ -5,14 +5,13 @@ nothing; a request that can no longer be approved is reported, the others still 
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from decimal import Decimal
 
 import pytest
 from helpers import eventually
+from operator_support import PASSPHRASE, operator_cli
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.errors import ConfirmationRequired, UnknownRequest
@@ -87,21 +86,20 @@ async def test_a_request_that_left_the_queue_is_left_out_and_said(runtime):
 
 async def test_the_cli_approves_and_denies_several_at_once(runtime):
     ids = await pending(runtime, 12)
-    env = {**os.environ, "SVC_CONSOLE_HOME": str(runtime.paths.home)}
+    runtime.passphrase.set(PASSPHRASE)  # agents of this user are accepted: it is needed
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "svc_console", "approvals", *args]
-        return subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    async def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return await operator_cli(runtime.paths.home, "approvals", *args)
 
-    untyped = await asyncio.to_thread(cli, "approve", *ids[:11])
+    untyped = await cli("approve", *ids[:11])
     assert untyped.returncode == 2
     assert "these 11 requests may cost 0.11 USDC in all" in untyped.stderr
     assert "--confirm-amount 0.11" in untyped.stderr
-    approved = await asyncio.to_thread(cli, "approve", *ids[:11], "--confirm-amount", "0.11")
+    approved = await cli("approve", *ids[:11], "--confirm-amount", "0.11")
     assert approved.returncode == 0, approved.stderr
     assert len(approved.stdout.splitlines()) == 11
     # One already decided among them: the others are denied, that one is said, the exit is 1.
-    denied = await asyncio.to_thread(cli, "deny", ids[11], ids[0], "--reason", "enough")
+    denied = await cli("deny", ids[11], ids[0], "--reason", "enough")
     assert denied.returncode == 1, denied.stderr
     assert f"{ids[11]} denied" in denied.stdout
     assert f"{ids[0]} not denied: request {ids[0]} is" in denied.stdout

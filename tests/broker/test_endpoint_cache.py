@@ -125,7 +125,7 @@ async def test_every_request_is_still_dry_run_and_a_delisted_endpoint_is_refused
     assert {broker.get(r).state for r in first} == {State.pending}
 
     # Delisted after intake came to know the endpoint: the dry run, asked anyway, says so.
-    sandbox.state.faults.add("delist", routes=["proxy"], count=1)
+    sandbox.state.faults.add("delist", routes=["proxy"], count=1, dry_run=True)
     refused = await submit(3)
     await eventually(lambda: settled(refused))
     assert broker.get(refused).state == State.rejected

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from helpers import eventually, operator
+from operator_support import PASSPHRASE
 
 from svc_console.agent import AgentError, AsyncAgent
 from svc_console.broker.limits import Limits
@@ -88,8 +89,10 @@ async def test_a_follower_hears_each_change_of_a_request_through_to_its_outcome(
     try:
         [request_id] = await pending(runtime, 1)
         await follower.until(request_id, "pending")
+        runtime.passphrase.set(PASSPHRASE)  # agents of this user are accepted: it is needed
         async with operator(runtime) as line:
-            approved = await line.call("approvals.approve", {"request_id": request_id})
+            said = {"request_id": request_id, "passphrase": PASSPHRASE}
+            approved = await line.call("approvals.approve", said)
         assert approved["state"] == "approved"
         await follower.until(request_id, "approved")
         await follower.until(request_id, "succeeded")
@@ -105,8 +108,10 @@ async def test_two_followers_both_hear_a_decision_made_on_a_third_connection(run
     first, second = await Follower.open(runtime), await Follower.open(runtime)
     try:
         [request_id] = await pending(runtime, 1)
+        runtime.passphrase.set(PASSPHRASE)
         async with operator(runtime) as line:
-            await line.call("approvals.deny", {"request_id": request_id, "reason": "not today"})
+            said = {"request_id": request_id, "reason": "not today", "passphrase": PASSPHRASE}
+            await line.call("approvals.deny", said)
         await first.until(request_id, "denied")
         await second.until(request_id, "denied")
     finally:

@@ -7,14 +7,13 @@ they approved survive a restart and are evidence in the audit chain."""
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
 
 import pytest
 from helpers import FakeClock, agent_token, eventually, operator
+from operator_support import operator_cli, set_passphrase
 
 from svc_console.agent import AgentError, AsyncAgent
 from svc_console.broker.errors import InvalidParams
@@ -28,7 +27,9 @@ FX = {"endpoint_id": "ep_fx_rates", "purpose": "rates", "inputs": {"symbol": "EU
 
 
 @pytest.fixture
-def start(make_runtime, keep_started) -> Callable[..., Awaitable[Runtime]]:
+def start(paths, make_runtime, keep_started) -> Callable[..., Awaitable[Runtime]]:
+    # Agents of the tests' own user are accepted: the operator's commands need the passphrase.
+    set_passphrase(paths.home)
     return lambda **options: keep_started(make_runtime(**options))
 
 
@@ -208,13 +209,6 @@ async def test_the_cli_makes_a_grant_with_the_approval_and_refuses_a_total_alone
 
 
 async def _cli(runtime: Runtime, *args: str) -> subprocess.CompletedProcess[str]:
-    """The command, in a thread: the console it speaks to runs on this test's loop."""
-    env = {**os.environ, "SVC_CONSOLE_HOME": str(runtime.paths.home)}
-    return await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "svc_console", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    """The command as the operator runs it, typing the passphrase the test set (in a thread:
+    the console it speaks to runs on this test's loop)."""
+    return await operator_cli(runtime.paths.home, *args)

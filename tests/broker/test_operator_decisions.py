@@ -14,10 +14,13 @@ from typing import Any
 
 import pytest
 from helpers import SEARCH, awaiting_funds, eventually, fund_like_a_browser, operator
+from operator_support import PASSPHRASE, past_the_wait, refused_reasons, set_passphrase
 
 from svc_console.agent import AgentError, AsyncAgent
 from svc_console.broker import BrokerConfig
-from svc_console.broker.params import ApproveParams
+from svc_console.broker.deciders import Peer
+from svc_console.broker.operator_proof import OperatorProof
+from svc_console.broker.params import ApproveParams, Credentials
 from svc_console.config.agents import AgentSettings
 from svc_console.config.operator_accounts import OperatorAccounts
 from svc_console.config.operator_passphrase import OperatorPassphrase
@@ -29,9 +32,15 @@ OPEN = AgentSettings(enrolment="open")
 
 
 @pytest.fixture
-def start(paths, sandbox, keep_started) -> Callable[[], Awaitable[Runtime]]:
+def start(paths, sandbox, keep_started, clock) -> Callable[[], Awaitable[Runtime]]:
     return lambda: keep_started(
-        Runtime(paths=paths, sandbox=sandbox, config=BrokerConfig(), agent_settings=OPEN)
+        Runtime(
+            paths=paths,
+            sandbox=sandbox,
+            config=BrokerConfig(),
+            agent_settings=OPEN,
+            broker_options={"clock": clock},
+        )
     )
 
 
@@ -84,7 +93,7 @@ def everything_stored(runtime: Runtime) -> str:
     )
 
 
-async def test_no_operator_an_unknown_one_or_a_wrong_token_decides_nothing(start, paths):
+async def test_no_operator_an_unknown_one_or_a_wrong_token_decides_nothing(start, paths, clock):
     accounts = OperatorAccounts(paths.operator_accounts)
     alice = accounts.add("alice")
     OperatorPassphrase(paths.operator_passphrase).set("the old passphrase")
@@ -103,6 +112,7 @@ async def test_no_operator_an_unknown_one_or_a_wrong_token_decides_nothing(start
                 await line.call("approvals.approve", {"request_id": request_id, **given})
             assert refused.value.reason == "operator_required"
             assert "nothing was decided" in refused.value.message
+            past_the_wait(runtime, clock)  # a wrong token earns one (test_guessing.py)
         with pytest.raises(AgentError) as denial:
             await line.call(
                 "approvals.deny",
@@ -111,8 +121,11 @@ async def test_no_operator_an_unknown_one_or_a_wrong_token_decides_nothing(start
         assert denial.value.reason == "operator_required"
     request = runtime.broker.get(request_id)
     assert request.state == State.pending and request.decision is None
-    reasons = [r["reason"] for r in refusals(runtime, request_id)]
-    assert reasons == ["no operator account named"] * 2 + ["unknown operator or wrong token"] * 3
+    assert refusals(runtime, request_id)[0]["reason"] == "no operator account named"
+    assert refused_reasons(runtime) == {
+        "no operator account named": 2,
+        "unknown operator or wrong token": 3,
+    }
 
 
 async def test_an_operator_named_where_there_are_no_accounts_is_refused(start):
@@ -129,7 +142,9 @@ async def test_an_operator_named_where_there_are_no_accounts_is_refused(start):
     assert runtime.broker.get(request_id).state == State.pending
 
 
-async def test_an_account_added_later_counts_from_the_next_start_a_removal_at_once(start, paths):
+async def test_an_account_added_later_counts_from_the_next_start_a_removal_at_once(
+    start, paths, clock
+):
     accounts = OperatorAccounts(paths.operator_accounts)
     alice = accounts.add("alice")
     runtime = await start()
@@ -142,6 +157,7 @@ async def test_an_account_added_later_counts_from_the_next_start_a_removal_at_on
                 "approvals.approve", {"request_id": first, "operator": "bob", "token": bob}
             )
         assert late.value.reason == "operator_required"
+        past_the_wait(runtime, clock)  # a wrong token earns one (test_guessing.py)
         accounts.remove("alice")
         with pytest.raises(AgentError) as removed:
             await line.call(
@@ -182,7 +198,7 @@ def event_data(runtime: Runtime, request_id: str, kind: str) -> list[dict[str, A
     return [json.loads(e["data"]) for e in runtime.ledger.events(request_id) if e["type"] == kind]
 
 
-async def test_revoking_a_grant_needs_an_operators_token_and_names_them(start, paths):
+async def test_revoking_a_grant_needs_an_operators_token_and_names_them(start, paths, clock):
     alice = OperatorAccounts(paths.operator_accounts).add("alice")
     runtime = await start()
     grant_id = await granted(runtime)
@@ -193,6 +209,7 @@ async def test_revoking_a_grant_needs_an_operators_token_and_names_them(start, p
                 await line.call("grants.revoke", {"grant_id": grant_id, **given})
             assert refused.value.reason == "operator_required"
             assert "operator account" in refused.value.message
+            past_the_wait(runtime, clock)  # a wrong token earns one (test_guessing.py)
         # Nothing changed: the grant is in force, as it was.
         assert [g.id for g in runtime.broker.grants.in_force()] == [grant_id]
         revoked = await line.call(
@@ -222,10 +239,10 @@ async def test_a_bad_revoke_with_a_good_token_is_refused_and_changes_nothing(sta
 
 
 async def test_funding_needs_an_operators_token_and_changes_nothing_without(
-    make_runtime, keep_started, sandbox, paths
+    make_runtime, keep_started, sandbox, paths, clock
 ):
     OperatorAccounts(paths.operator_accounts).add("alice")
-    runtime = await keep_started(make_runtime(funding_poll_s=0.02))
+    runtime = await keep_started(make_runtime(funding_poll_s=0.02, clock=clock))
     request_id = await awaiting_funds(runtime, sandbox, balance="0.004")
     before = kinds(runtime, request_id)
     async with operator(runtime) as line:
@@ -235,12 +252,17 @@ async def test_funding_needs_an_operators_token_and_changes_nothing_without(
                     await line.call(method, {"request_id": request_id, **more, **given})
                 assert refused.value.reason == "operator_required", method
                 assert "nothing was decided" in refused.value.message
+                past_the_wait(runtime, clock)  # a wrong token earns one (test_guessing.py)
     # Still waiting for funds, its one retry kept, no checkout opened: only the refusals kept.
     assert runtime.broker.get(request_id).state == State.awaiting_funds
     assert runtime.ledger.attempts(request_id) == 1
     assert sandbox.state.balance == Decimal("0.004")
-    added = kinds(runtime, request_id)[len(before) :]
-    assert added == ["decision_refused"] * 6
+    # The first refusal whole, with its request; the other five counted, naming it.
+    assert kinds(runtime, request_id)[len(before) :] == ["decision_refused"]
+    assert refused_reasons(runtime) == {
+        "no operator account named": 3,
+        "unknown operator or wrong token": 3,
+    }
 
 
 async def test_funding_with_a_token_names_the_operator_in_the_checkout_and_the_retry(
@@ -273,14 +295,39 @@ async def test_funding_with_a_token_names_the_operator_in_the_checkout_and_the_r
     assert report.intact, (report.broken, report.problems)
 
 
-async def test_without_accounts_revoking_and_funding_need_no_operator(start):
-    runtime = await start()
+async def test_without_accounts_every_act_needs_the_passphrase_where_same_user_agents_are(
+    start, paths
+):
+    set_passphrase(paths.home)
+    runtime = await start()  # open enrolment: agents of this user accepted
     grant_id = await granted(runtime)
     async with operator(runtime) as line:
+        assert line.hello_info["credential_required"] is True
         with pytest.raises(AgentError) as named:
             await line.call("grants.revoke", {"grant_id": grant_id, "operator": "alice"})
         assert named.value.reason == "operator_required"
         assert "no operator accounts" in named.value.message
+        with pytest.raises(AgentError) as bare:
+            await line.call("grants.revoke", {"grant_id": grant_id})
+        assert bare.value.reason == "passphrase_required"
         assert [g.id for g in runtime.broker.grants.in_force()] == [grant_id]
-        revoked = await line.call("grants.revoke", {"grant_id": grant_id})
+        revoked = await line.call("grants.revoke", {"grant_id": grant_id, "passphrase": PASSPHRASE})
     assert revoked["ended_by"] == "cli"
+
+
+async def test_where_only_other_users_agents_are_accepted_only_decisions_need_it(start, paths):
+    """Strict enrolment without `allow_same_user`: no agent runs as the owner, so the socket's
+    owner-only mode tells the operator apart; the passphrase, once set, guards the decisions."""
+    set_passphrase(paths.home)
+    runtime = await start()
+    apart = OperatorProof(runtime.broker, runtime.passphrase, runtime.operators, lambda: False)
+    assert apart.describe()["credential_required"] is False
+    me = Peer(pid=os.getpid(), uid=os.getuid(), gid=os.getgid())
+    revoking = await apart.decider(me, None, Credentials(), decision=False)
+    assert revoking.operator is None and revoking.channel == "cli"
+    with pytest.raises(Exception) as deciding:
+        await apart.decider(me, None, Credentials())
+    assert getattr(deciding.value, "reason", None) == "passphrase_required"
+    runtime.passphrase = None  # none set: the decisions too need nothing
+    unguarded = OperatorProof(runtime.broker, None, runtime.operators, lambda: False)
+    assert (await unguarded.decider(me, None, Credentials())).channel == "cli"

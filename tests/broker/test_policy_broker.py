@@ -214,10 +214,13 @@ async def test_the_operator_cannot_approve_past_a_budget_spent_meanwhile(start):
     assert runtime.broker.get(second["request_id"]).state == State.pending
     # Over the socket, the operator hears why, with a reason word.
     from helpers import operator
+    from operator_support import PASSPHRASE
 
+    runtime.passphrase.set(PASSPHRASE)  # agents of this user are accepted: it is needed
     async with operator(runtime) as line:
         with pytest.raises(AgentError) as refused:
-            await line.call("approvals.approve", {"request_id": second["request_id"]})
+            said = {"request_id": second["request_id"], "passphrase": PASSPHRASE}
+            await line.call("approvals.approve", said)
     assert refused.value.reason == "blocked_by_policy"
 
 

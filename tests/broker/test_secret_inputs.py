@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -22,16 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import eventually
+from helpers import eventually, logged_runtime
 
 from svc_console.agent import AgentError, AsyncAgent
-from svc_console.config import logs
 from svc_console.config.paths import Paths
 from svc_console.core import secrets_scan
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
 
 ENDPOINT = "ep_websearch_basic"
+# The console's own wallet key in these tests: the signer alone holds it once started.
+WALLET_KEY = "0x" + "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
 REFUSAL_TAIL = ": the console does not send secrets to providers"
 
 
@@ -82,18 +82,8 @@ def placements(secret: str) -> list[tuple[dict[str, object], str]]:
 @pytest.fixture
 async def runtime(make_runtime: Callable[..., Runtime], paths: Paths) -> AsyncIterator[Runtime]:
     """The broker with svc-console's own log file, at DEBUG so that nothing is filtered out."""
-    log_file = logs.configure(paths.logs, level=logging.DEBUG)
-    rt = make_runtime()
-    await rt.start()
-    try:
+    async with logged_runtime(make_runtime, paths, payer_key=WALLET_KEY) as rt:
         yield rt
-    finally:
-        await rt.stop()
-        root = logging.getLogger()
-        for handler in list(root.handlers):
-            if getattr(handler, "baseFilename", None) == str(log_file):
-                root.removeHandler(handler)
-                handler.close()
 
 
 def submission(agent: str, **fields: object) -> dict[str, object]:
@@ -243,8 +233,8 @@ async def test_the_command_line_says_which_field_and_never_echoes_the_secret(
 async def test_the_consoles_own_wallet_key_is_refused_in_any_spelling(
     runtime: Runtime, paths: Paths
 ):
-    assert runtime.market is not None and runtime.market.payer_key
-    core = runtime.market.payer_key.removeprefix("0x")
+    assert runtime.payer_key is None  # handed over
+    core = WALLET_KEY.removeprefix("0x")
     before = counts(runtime)
     async with AsyncAgent("key-bot", runtime.paths.socket) as agent:
         for spelling in (core, "0x" + core.upper(), f"sign with {core} please"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import socket
 from dataclasses import fields
 from typing import Any
@@ -22,6 +23,7 @@ from svc_console.agent import Agent, AgentError, AsyncAgent
 from svc_console.broker.limits import Limits, within_open_files
 from svc_console.broker.methods import Role
 from svc_console.broker.socket_server import ApprovalSocket
+from svc_console.config.agent_registry import AgentRegistry
 
 HELLO = b'{"jsonrpc":"2.0","id":"hi","method":"console.hello"}\n'
 TIGHT = Limits(
@@ -263,18 +265,25 @@ async def test_deep_nesting_is_refused_as_too_large(runtime):
 
 
 async def test_an_idle_connection_is_closed_with_a_notice_and_newlines_do_not_keep_it(idle):
-    reader, writer = await raw(idle)
-    notice = None
-    while notice is None:  # a bare newline now and then asks nothing
-        writer.write(b"\n")
-        await writer.drain()
-        with contextlib.suppress(TimeoutError):
-            line = await asyncio.wait_for(reader.readline(), 0.05)
-            notice = json.loads(line)
-    assert notice["method"] == "console.closing" and notice["params"]["reason"] == "idle"
-    assert "0.3 s" in notice["params"]["message"]
-    assert "id" not in notice
-    assert await closed(reader)
+    # A plain socket: a newline written after the broker closed fails alone, and what the
+    # broker sent before closing is still read (a stream's reader would raise the write's error).
+    loop = asyncio.get_running_loop()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.setblocking(False)
+        await loop.sock_connect(sock, str(idle.path))
+        received = b""
+        while b"\n" not in received:  # a bare newline now and then asks nothing
+            with contextlib.suppress(OSError):
+                await loop.sock_sendall(sock, b"\n")
+            with contextlib.suppress(TimeoutError, ConnectionError):
+                received += await asyncio.wait_for(loop.sock_recv(sock, 65536), 0.05)
+        line, _, after = received.partition(b"\n")
+        notice = json.loads(line)
+        assert notice["method"] == "console.closing" and notice["params"]["reason"] == "idle"
+        assert "0.3 s" in notice["params"]["message"]
+        assert "id" not in notice and after == b""
+        with contextlib.suppress(ConnectionError):  # then the end, and nothing more
+            assert await asyncio.wait_for(loop.sock_recv(sock, 65536), 10) == b""
     await eventually(lambda: len(idle._connections) == 0 and not idle._peers.held)
 
 
@@ -304,33 +313,84 @@ async def test_a_long_wait_is_not_idleness_and_the_clients_connect_again_by_them
     blocking.close()
 
 
-async def test_one_process_and_one_agent_hold_at_most_their_share(idle):
+def hello(name: str, token: str | None = None, request_id: int = 1) -> bytes:
+    params = {"agent": name} if token is None else {"agent": name, "token": token}
+    line = {"jsonrpc": "2.0", "id": request_id, "method": "console.hello", "params": params}
+    return json.dumps(line).encode() + b"\n"
+
+
+async def test_one_uid_and_one_registered_agent_hold_at_most_their_share(runtime, idle):
     held = [await raw(idle) for _ in range(IDLE.max_connections_per_peer)]
     await eventually(lambda: len(idle._connections) == IDLE.max_connections_per_peer)
-    # A fourth from the same process, speaking for no agent yet: refused.
+    # A fourth from the same uid, whatever process it comes from: refused.
     reader, _writer = await raw(idle)
     error = (await reply(reader))["error"]
     assert error["data"]["reason"] == "busy"
-    assert "too many connections from one process (at most 3)" in error["message"]
+    assert f"too many connections from uid {os.getuid()} (at most 3)" in error["message"]
     assert await closed(reader)
-    # Speaking for an agent moves a connection to that agent's share, freeing the process's.
+    # Names it invents move nothing out of the uid's share.
     for index, (held_reader, held_writer) in enumerate(held):
-        held_writer.write(
-            b'{"jsonrpc":"2.0","id":1,"method":"console.hello","params":{"agent":"crowd"}}\n'
-        )
-        assert (await reply(held_reader))["result"]["agent"]["name"] == "crowd", index
+        held_writer.write(hello(f"invented-{index}"))
+        assert (await reply(held_reader))["result"]["agent"]["verified"] is False
+    reader, _writer = await raw(idle)
+    assert (await reply(reader))["error"]["data"]["reason"] == "busy"
+    # A registered agent proving its name moves its connection to its own share, freeing the
+    # uid's; that share is bounded too.
+    token = AgentRegistry(runtime.paths.agent_registry).add("crowd")
+    for index, (held_reader, held_writer) in enumerate(held):
+        held_writer.write(hello("crowd", token, request_id=2))
+        assert (await reply(held_reader))["result"]["agent"]["verified"] is True, index
     extra_reader, extra_writer = await raw(idle)
-    extra_writer.write(
-        b'{"jsonrpc":"2.0","id":2,"method":"console.hello","params":{"agent":"crowd"}}\n'
-    )
+    extra_writer.write(hello("crowd", token))
     error = (await reply(extra_reader))["error"]
     assert error["data"]["reason"] == "busy"
     assert "too many connections for agent crowd (at most 3)" in error["message"]
-    # The connection goes on, speaking for no one; another agent is served.
+    # The connection goes on in its uid's share, speaking for no one; another agent is served.
     await bystander_is_answered(idle)
     for _reader, writer in [*held, (extra_reader, extra_writer)]:
         writer.close()
     await eventually(lambda: not idle._peers.held)
+
+
+# Two of six connections kept for registered agents; one uid may take them all otherwise.
+RESERVED = Limits(max_connections=6, max_connections_per_peer=6, reserved_for_registered=2)
+
+
+@pytest.fixture
+async def reserved(runtime: Any) -> Any:
+    socket = await beside(runtime, RESERVED, "reserved.sock")
+    yield socket
+    await socket.stop()
+
+
+async def test_the_room_kept_for_registered_agents_takes_only_them(runtime, reserved):
+    token = AgentRegistry(runtime.paths.agent_registry).add("registered-bot")
+    general = RESERVED.max_connections - RESERVED.reserved_for_registered
+    crowd = [await raw(reserved) for _ in range(general)]
+    for index, (reader, writer) in enumerate(crowd):
+        writer.write(hello(f"unregistered-{index}"))
+        assert (await reply(reader))["result"]["agent"]["verified"] is False
+    # Past the general room, a connection whose first line is not a hello is let go with it
+    # unanswered; one whose hello proves no registered agent is let go after it.
+    get = b'{"jsonrpc":"2.0","id":7,"method":"spend.get","params":{"request_id":"r"}}\n'
+    for first, answered in ((get, False), (hello("yet-another"), True)):
+        reader, writer = await raw(reserved)
+        writer.write(first)
+        if answered:
+            assert (await reply(reader))["result"]["agent"]["verified"] is False
+        error = (await reply(reader))["error"]
+        assert error["data"]["reason"] == "busy"
+        assert "room kept for registered agents" in error["message"]
+        assert await closed(reader)
+    # A registered agent proving its name is served there.
+    reader, writer = await raw(reserved)
+    writer.write(hello("registered-bot", token))
+    assert (await reply(reader))["result"]["agent"] == {"name": "registered-bot", "verified": True}
+    writer.write(b'{"jsonrpc":"2.0","id":8,"method":"spend.get","params":{"request_id":"r"}}\n')
+    assert (await reply(reader))["error"]["data"]["reason"] == "unknown_request"
+    for _reader, held_writer in [*crowd, (reader, writer)]:
+        held_writer.close()
+    await eventually(lambda: not reserved._peers.held)
 
 
 @pytest.mark.parametrize("open_files", [64, 300, 1024, 20000, 1_000_000])

@@ -9,7 +9,9 @@ from collections.abc import AsyncIterator, Callable
 from decimal import Decimal
 
 import pytest
-from helpers import awaiting_funds, eventually, fund_like_a_browser, operator
+from helpers import awaiting_funds, eventually, fund_like_a_browser
+from operator_support import operator_knowing as operator
+from operator_support import set_passphrase
 
 from svc_console.agent import AgentError, AsyncAgent
 from svc_console.core.states import State
@@ -17,8 +19,10 @@ from svc_console.runtime import Runtime
 
 
 @pytest.fixture
-async def runtime(make_runtime: Callable[..., Runtime]) -> AsyncIterator[Runtime]:
-    """A started console whose funding waits read the balance often."""
+async def runtime(make_runtime: Callable[..., Runtime], paths) -> AsyncIterator[Runtime]:
+    """A started console whose funding waits read the balance often, whose operator set a
+    passphrase (agents of this user are accepted: funding needs it)."""
+    set_passphrase(paths.home)
     rt = make_runtime(funding_poll_s=0.02)
     await rt.start()
     yield rt

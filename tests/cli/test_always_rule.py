@@ -5,15 +5,14 @@ and cites it. A rule that could not load, or a file not in force, approves and w
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from decimal import Decimal
 
 import pytest
 from helpers import agent_token, eventually
+from operator_support import operator_cli, set_passphrase
 
 from svc_console.agent import AsyncAgent
 from svc_console.core.states import FINAL, State
@@ -35,6 +34,7 @@ SEARCH = {"endpoint_id": "ep_websearch_basic", "purpose": "research"}
 async def runtime(paths, make_runtime) -> AsyncIterator[Runtime]:
     paths.home.mkdir(parents=True, exist_ok=True)
     (paths.home / "SKILLS.md").write_text(POLICY)
+    set_passphrase(paths.home)  # agents of this user are accepted: the CLI's decisions need it
     runtime = make_runtime()
     await runtime.start()
     yield runtime
@@ -56,11 +56,8 @@ async def settled(
 
 
 async def cli(runtime: Runtime, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SVC_CONSOLE_HOME": str(runtime.paths.home)}
-    command = [sys.executable, "-m", "svc_console", "approvals", *args]
-    return await asyncio.to_thread(
-        subprocess.run, command, capture_output=True, text=True, env=env, timeout=60
-    )
+    """`svc-console approvals ...` as the operator runs it, typing the passphrase."""
+    return await operator_cli(runtime.paths.home, "approvals", *args)
 
 
 async def test_always_writes_a_valid_rule_that_the_next_matching_request_is_approved_by(runtime):
@@ -146,6 +143,7 @@ async def test_always_above_the_threshold_says_what_to_type_and_writes_nothing(p
     policy = paths.home / "SKILLS.md"
     text = POLICY.replace("per_call_max_usdc: 1", "per_call_max_usdc: 1\nconfirm_above_usdc: 0.005")
     policy.write_text(text)
+    set_passphrase(paths.home)
     runtime = make_runtime()
     await runtime.start()
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import seed_in_flight
+from operator_support import run_typing, set_passphrase
 
 CLI = [sys.executable, "-m", "svc_console"]
 # The agent: a process of its own that runs the CLI, as an agent's program would. The console
@@ -22,6 +23,12 @@ AS_AGENT = [sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.c
 
 def run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def decide(*args: str) -> subprocess.CompletedProcess[str]:
+    """`svc-console approvals ...` as the operator runs it: at a terminal, typing the passphrase
+    (agents of this user are accepted, so the console's decisions need it)."""
+    return run_typing(["approvals", *args])
 
 
 def as_agent(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -40,6 +47,7 @@ def wait_for(predicate, timeout: float = 15.0):
 
 @pytest.fixture
 def served(home: Path):
+    set_passphrase(home)
     server = subprocess.Popen(
         [*CLI, "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -72,7 +80,7 @@ def submit_and_wait(*extra: str) -> subprocess.Popen[str]:
 def test_submit_wait_exits_0_after_approve(served):
     agent = submit_and_wait("--json")
     request_id = wait_for(pending_ids)[0]
-    approved = run("approvals", "approve", request_id)
+    approved = decide("approve", request_id)
     assert approved.returncode == 0, approved.stderr
     out, err = agent.communicate(timeout=30)
     assert agent.returncode == 0, err
@@ -84,7 +92,7 @@ def test_submit_wait_exits_0_after_approve(served):
 def test_submit_wait_exits_3_after_deny(served):
     agent = submit_and_wait()
     request_id = wait_for(pending_ids)[0]
-    denied = run("approvals", "deny", request_id, "--reason", "use the free tier")
+    denied = decide("deny", request_id, "--reason", "use the free tier")
     assert denied.returncode == 0, denied.stderr
     out, _ = agent.communicate(timeout=30)
     assert agent.returncode == 3
@@ -102,7 +110,7 @@ def test_approvals_list_shows_the_request_and_refuses_unknown_ids(served):
     listing = run("approvals", "list")
     assert request_id in listing.stdout and "Web Search" in listing.stdout
     assert "\x1b" not in listing.stdout and "<ESC>[31mred" in listing.stdout
-    missing = run("approvals", "approve", "req_nope")
+    missing = decide("approve", "req_nope")
     assert missing.returncode == 2
     assert missing.stderr.strip() == "svc-console: no request req_nope"
 
@@ -213,13 +221,13 @@ def test_approving_above_the_threshold_asks_for_the_typed_amount(served):
     )  # fmt: skip
     request_id = ticket.stdout.split()[0]
     wait_for(lambda: request_id in pending_ids())
-    untyped = run("approvals", "approve", request_id)
+    untyped = decide("approve", request_id)
     assert untyped.returncode == 2
     assert "--confirm-amount 1.50" in untyped.stderr
-    mistyped = run("approvals", "approve", request_id, "--confirm-amount", "1.05")
+    mistyped = decide("approve", request_id, "--confirm-amount", "1.05")
     assert mistyped.returncode == 2
     assert request_id in pending_ids()
-    typed = run("approvals", "approve", request_id, "--confirm-amount", "1.5")
+    typed = decide("approve", request_id, "--confirm-amount", "1.5")
     assert typed.returncode == 0, typed.stderr
     assert request_id not in pending_ids()
 
@@ -231,13 +239,14 @@ def test_wrong_typed_amount_is_refused_and_changes_nothing(served):
     )  # fmt: skip
     request_id = ticket.stdout.split()[0]
     wait_for(lambda: request_id in pending_ids())
-    wrong = run("approvals", "approve", request_id, "--confirm-amount", "not-a-number")
+    wrong = decide("approve", request_id, "--confirm-amount", "not-a-number")
     assert wrong.returncode == 2
     assert "confirm_amount" in wrong.stderr
     assert request_id in pending_ids()
 
 
-# An agent that submits, then runs the operator's command on its own request.
+# An agent that submits, then runs the operator's command on its own request: one that even knows
+# the passphrase (an operator's own script, run at their terminal).
 SELF_APPROVING_AGENT = """
 import json, subprocess, sys, time
 cli = sys.argv[1:]
@@ -259,10 +268,7 @@ print(json.dumps({"request_id": request_id, "rc": approve.returncode, "stderr": 
 def test_an_agent_cannot_approve_its_own_request_through_the_cli(served):
     import sqlite3
 
-    agent = subprocess.run(
-        [sys.executable, "-c", SELF_APPROVING_AGENT, *CLI],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    agent = run_typing([SELF_APPROVING_AGENT, *CLI], program=[sys.executable, "-c"])
     assert agent.returncode == 0, agent.stderr
     attempt = json.loads(agent.stdout)
     assert attempt["rc"] == 2
@@ -281,7 +287,7 @@ def test_an_agent_cannot_approve_its_own_request_through_the_cli(served):
     refused = json.loads(rows[0][0])
     assert refused["evidence"]["channel"] == "cli" and refused["evidence"]["pid"] > 0
     # The operator, in a process tree of their own, still decides it.
-    assert run("approvals", "deny", request_id, "--reason", "no").returncode == 0
+    assert decide("deny", request_id, "--reason", "no").returncode == 0
 
 
 def test_serve_says_a_broken_policy_on_stderr_and_approvals_list_repeats_it(home: Path):

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from operator_support import once_past_the_wait
 from test_cli import AS_AGENT, run, wait_for
 
 from svc_console.config.agent_registry import AgentRegistry
@@ -129,14 +130,16 @@ def test_a_cli_decision_names_its_operator_and_a_bad_token_decides_nothing(home:
         assert [r["id"] for r in json.loads(run("approvals", "list", "--json").stdout)] == [
             request_id
         ]
-        approved = run(
-            "approvals",
-            "approve",
-            request_id,
-            "--operator",
-            "alice",
-            "--token-file",
-            str(token_file),
+        approved = once_past_the_wait(
+            lambda: run(
+                "approvals",
+                "approve",
+                request_id,
+                "--operator",
+                "alice",
+                "--token-file",
+                str(token_file),
+            )
         )
         assert approved.returncode == 0, approved.stderr
         history = json.loads(run("approvals", "list", "--history", "--json").stdout)
@@ -178,8 +181,55 @@ def test_revoking_a_grant_from_the_cli_needs_an_operator_and_names_them(home: Pa
             grant["id"]
         ]
 
-        revoked = as_operator("alice", token, "grants", "revoke", str(grant["id"]))
+        revoked = once_past_the_wait(
+            lambda: as_operator("alice", token, "grants", "revoke", str(grant["id"]))
+        )
         assert revoked.returncode == 0, revoked.stderr
         assert json.loads(run("grants", "list", "--json").stdout) == []
         [ended] = json.loads(run("grants", "list", "--all", "--json").stdout)
         assert ended["ended_by"] == "alice"
+
+
+TWO_PERSON = "```policy\ntwo_person:\n  above_usdc: 5\n```\n"
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[None]:
+    server = subprocess.Popen(
+        [*CLI, "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert "broker on" in server.stdout.readline(), server.stderr.read()
+        yield
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_under_a_two_person_rule_adding_an_operator_takes_a_second_one(home: Path):
+    alice = add("alice")
+    bob = as_operator("alice", alice, "operators", "add", "bob")
+    assert bob.returncode == 0, bob.stderr
+    bob_token = bob.stdout.strip()
+    (home / "SKILLS.md").write_text(TWO_PERSON)
+    before = (home / "operators.json").read_text()
+    # No console running to record the two operators' decision: refused, nothing changed.
+    offline = as_operator("alice", alice, "operators", "add", "carol")
+    assert offline.returncode == 2 and "svc-console serve" in offline.stderr
+    assert "two-person rule" in offline.stderr and offline.stderr.count("\n") == 1
+    assert (home / "operators.json").read_text() == before
+    with serving():
+        asked = as_operator("alice", alice, "operators", "add", "carol")
+        assert asked.returncode == 0, asked.stderr
+        assert "second operator adds it" in asked.stdout and "svcop_" not in asked.stdout
+        assert (home / "operators.json").read_text() == before
+        again = as_operator("alice", alice, "operators", "add", "carol")
+        assert again.returncode == 2 and "second, different operator" in again.stderr
+        seconded = as_operator("bob", bob_token, "operators", "add", "carol")
+        assert seconded.returncode == 0, seconded.stderr
+        assert seconded.stdout.strip().startswith("svcop_")
+        assert "added by alice and bob" in seconded.stderr
+    rows = {row["name"]: row for row in json.loads(run("operators", "list", "--json").stdout)}
+    assert (rows["carol"]["added_by"], rows["carol"]["seconded_by"]) == ("alice", "bob")
+    assert "carol" in run("operators", "list").stdout
+    assert "by alice and bob" in run("operators", "list").stdout

@@ -10,11 +10,12 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from decimal import Decimal
 
 import pytest
 from helpers import awaiting_funds, eventually, fund_like_a_browser
+from operator_support import PassphraseTerminal, set_passphrase
 
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
@@ -27,22 +28,46 @@ HUNG_S = 60
 
 
 @pytest.fixture
-async def console(make_runtime: Callable[..., Runtime]) -> AsyncIterator[Runtime]:
-    """The console, headless, reading the balance often while a request waits for funds."""
+async def console(make_runtime: Callable[..., Runtime], paths) -> AsyncIterator[Runtime]:
+    """The console, headless, reading the balance often while a request waits for funds; its
+    operator set a passphrase (agents of this user are accepted: funding needs it)."""
+    set_passphrase(paths.home)
     runtime = make_runtime(funding_poll_s=0.02)
     await runtime.start()
     yield runtime
     await runtime.stop()
 
 
-async def spawn(*args: str) -> asyncio.subprocess.Process:
+@pytest.fixture(autouse=True)
+def terminals() -> Iterator[list[PassphraseTerminal]]:
+    """The operator's terminals the test's commands ran on, closed after it."""
+    made: list[PassphraseTerminal] = []
+    TERMINALS.append(made)
+    yield made
+    TERMINALS.remove(made)
+    for terminal in made:
+        terminal.close()
+
+
+TERMINALS: list[list[PassphraseTerminal]] = []
+
+
+async def spawn(*args: str, operator: bool = True) -> asyncio.subprocess.Process:
+    """The command in a process of its own; the operator's on a terminal where the passphrase is
+    typed, as a person at their keyboard types it."""
+    terminal = PassphraseTerminal() if operator else None
+    if terminal is not None:
+        TERMINALS[-1].append(terminal)
     return await asyncio.create_subprocess_exec(
-        *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        preexec_fn=terminal.preexec if terminal is not None else None,
     )
 
 
 async def run(*args: str, agent: bool = False) -> tuple[int, str, str]:
-    process = await spawn(*(AS_AGENT if agent else []), *CLI, *args)
+    process = await spawn(*(AS_AGENT if agent else []), *CLI, *args, operator=not agent)
     out, err = await asyncio.wait_for(process.communicate(), HUNG_S)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
@@ -193,7 +218,8 @@ async def test_help_and_a_bad_timeout(home):
     assert code == 0 and "usage: svc-console wallet fund" in out and "--timeout" in out
     code, _, err = await run("wallet", "fund", "req_x", "--timeout", "0")
     assert one_line_error(code, err) == (
-        "svc-console: --timeout must be above 0 and at most 86400 seconds"
+        "svc-console wallet fund: argument --timeout: 0: a timeout must be above 0 and at most"
+        " 86400 seconds (see svc-console wallet fund --help)"
     )
 
 

@@ -15,6 +15,7 @@ import aiohttp
 import httpx
 import pytest
 from helpers import eventually
+from operator_support import PASSPHRASE
 
 from svc_console.broker.params import SubmitParams
 from svc_console.cli import main
@@ -85,23 +86,63 @@ async def test_the_web_console_approves_a_request(web, runtime):
     )
     request = await runtime.broker.submit(params)
     await eventually(lambda: runtime.broker.get(request.id).state == State.pending, timeout=30)
+    runtime.passphrase.set(PASSPHRASE)
     jar = aiohttp.CookieJar(unsafe=True)  # cookies for 127.0.0.1, an address, not a name
     async with aiohttp.ClientSession(cookie_jar=jar) as session:
         async with session.get(f"{address}/?token={token}") as opened:
             assert opened.status == 200  # the page, after the redirect that set the cookie
         async with session.ws_connect(f"{address}/ws?width=120&height=36") as ws:
-            screen = b""
+
+            async def shown(text: bytes) -> None:
+                screen = b""
+                while text not in screen:
+                    message = await asyncio.wait_for(ws.receive(), 60)
+                    assert message.type == aiohttp.WSMsgType.BINARY, message
+                    screen += message.data
+
+            # Agents of this user are accepted: the console asks the passphrase first.
+            await shown(b"Operator passphrase")
+            await ws.send_json(["stdin", PASSPHRASE + "\r"])
             # The console is up and attached once its header says so.
-            while b"attached" not in screen:
-                message = await asyncio.wait_for(ws.receive(), 60)
-                assert message.type == aiohttp.WSMsgType.BINARY, message
-                screen += message.data
+            await shown(b"attached")
             await ws.send_json(["stdin", "a"])
             await eventually(
                 lambda: runtime.broker.get(request.id).state != State.pending, timeout=60
             )
             await ws.send_json(["stdin", "q"])
     assert runtime.broker.get(request.id).decision.approved
+
+
+async def test_the_web_console_says_it_may_not_decide_without_a_credential(web, runtime):
+    """Agents of this user accepted and no credential set: the page says so at once, and a key
+    that would approve decides nothing."""
+    address, token = web
+    params = SubmitParams(
+        agent="bot", kind="market_call", endpoint_id="ep_websearch_basic",
+        inputs={"query": "heat pumps"}, purpose="research",
+    )  # fmt: skip
+    request = await runtime.broker.submit(params)
+    await eventually(lambda: runtime.broker.get(request.id).state == State.pending, timeout=30)
+    jar = aiohttp.CookieJar(unsafe=True)
+    async with aiohttp.ClientSession(cookie_jar=jar) as session:
+        async with session.get(f"{address}/?token={token}") as opened:
+            assert opened.status == 200
+        async with session.ws_connect(f"{address}/ws?width=120&height=36") as ws:
+            screen = b""
+            while b"Decisions refused here" not in screen:
+                message = await asyncio.wait_for(ws.receive(), 60)
+                assert message.type == aiohttp.WSMsgType.BINARY, message
+                screen += message.data
+            await ws.send_json(["stdin", "a"])
+            # The refusal, from the broker, kept in the audit chain.
+            await eventually(
+                lambda: any(
+                    e["type"] == "decision_refused" for e in runtime.ledger.events(request.id)
+                ),
+                timeout=60,
+            )
+            await ws.send_json(["stdin", "q"])
+    assert runtime.broker.get(request.id).state == State.pending
 
 
 def test_a_non_loopback_address_is_refused_unless_allowed(home, capsys):

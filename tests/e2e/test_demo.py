@@ -16,6 +16,7 @@ from svc_console.demo import (
     LOOPING_AGENT,
     MCP_AGENT,
     PERSONAS,
+    Traffic,
     enrol,
     run_mcp_agent,
     run_persona,
@@ -57,16 +58,32 @@ def test_a_name_registered_otherwise_sits_the_demo_out(paths):
     assert "research-bot" not in kept and sorted(kept) == sorted(set(NAMES) - {"research-bot"})
 
 
+class CountedTraffic(Traffic):
+    """The demo's gate, counting how often a persona passes it: once each turn of its loop,
+    before it looks at how many of its requests are open."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passes = 0
+
+    async def go(self) -> None:
+        self.passes += 1
+        await super().go()
+
+
 async def test_each_persona_submits_valid_requests_and_caps_its_open_ones(paths, runtime):
     token = tokens(paths)
+    gates = {p.name: CountedTraffic() for p in PERSONAS}
+    socket = runtime.paths.socket
     tasks = [
         asyncio.create_task(
             run_persona(
                 p,
-                runtime.paths.socket,
+                socket,
                 interval_s=(0.01, 0.02),
                 max_open=2,
                 seed=7,
+                traffic=gates[p.name],
                 token=token[p.name],
             )
         )
@@ -74,7 +91,11 @@ async def test_each_persona_submits_valid_requests_and_caps_its_open_ones(paths,
     ]
     try:
         await eventually(lambda: len(runtime.broker.pending()) == 2 * len(PERSONAS), timeout=10)
-        await asyncio.sleep(0.2)  # more time to submit: the cap must hold
+        # Each persona then takes a whole turn more with its two requests open: the cap holds.
+        passed = {name: gate.passes for name, gate in gates.items()}
+        await eventually(lambda: all(g.passes >= passed[n] + 2 for n, g in gates.items()))
+        submitted = runtime.ledger.db.execute("SELECT agent, count(*) FROM requests GROUP BY agent")
+        assert dict(submitted.fetchall()) == {p.name: 2 for p in PERSONAS}
         pending = runtime.broker.pending()
         assert sorted(r.agent for r in pending) == sorted(p.name for p in PERSONAS for _ in "ab")
         # Approving frees a slot: the persona submits again.

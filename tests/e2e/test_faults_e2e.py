@@ -352,9 +352,9 @@ async def weather(
             readable(reason, "could not inspect the endpoint")
         elif state == "succeeded":
             assert paid == 1, (request_id, row)
-        elif state == "failed":  # a 5xx before the route ran
+        elif state == "failed":  # a 5xx before the route ran, or (a loaded machine) no connection
             assert paid == 0, (request_id, row)
-            readable(reason, "(50")
+            readable(reason, "nothing was charged: cannot reach" if "reach" in reason else "(50")
         else:  # cut or garbled after the route ran: charged, and the operator reconciles
             assert state == "unknown" and paid == 1, (request_id, row)
             readable(reason, "may have been charged", "reconcile")

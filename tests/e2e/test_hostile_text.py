@@ -391,7 +391,7 @@ async def test_hostile_fields_are_inert_on_the_approvals_screen_and_in_approvals
         # Clicking where a link or an action would be does nothing.
         for selector in ("#detail", f"#{PENDING.name}"):
             await pilot.click(selector)
-            await pilot.pause(0.05)
+            await pilot.pause()
         assert app.is_running and app.return_code is None
         assert "\x1b" not in app.title and "pwned" not in app.title
 

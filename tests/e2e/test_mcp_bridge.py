@@ -22,10 +22,11 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from helpers import eventually, operator
+from helpers import eventually
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from operator_support import operator_knowing
 
 from svc_console.core.states import State
 
@@ -68,7 +69,8 @@ async def pending_one(runtime: Any) -> str:
 
 
 async def decide(runtime: Any, request_id: str, method: str, **params: Any) -> None:
-    async with operator(runtime) as line:
+    # Agents of this user are accepted: a decision over the socket needs the passphrase.
+    async with operator_knowing(runtime) as line:
         await line.call(method, {"request_id": request_id, **params})
 
 

@@ -37,6 +37,7 @@ import psycopg
 import pytest
 from crash_harness import Line
 from load_agents import FINAL, Connection
+from operator_support import ACTS, PASSPHRASE, set_passphrase
 from sandbox_process import SandboxProcess
 
 CAP = Decimal("2.00")
@@ -135,6 +136,9 @@ class ServedBroker:
         return (self.home / "serve.out").read_text(errors="replace")
 
     def operator(self, method: str, params: dict[str, Any]) -> Any:
+        """An operator's call, with the passphrase where the method acts."""
+        if method in ACTS:
+            params = {**params, "passphrase": PASSPHRASE}
         with Line(self.operator_socket, timeout=30) as line:
             return line.call(method, params)
 
@@ -177,8 +181,10 @@ class Fleet:
     def _broker(self, name: str) -> ServedBroker:
         home = self.root / name
         home.mkdir(mode=0o700)
-        # The fleet's agents connect by name, as in the sandbox: open enrolment.
+        # The fleet's agents connect by name, as in the sandbox: open enrolment. So the
+        # operator's decisions need a credential: a passphrase, set before the broker starts.
         (home / "settings.toml").write_text('[agents]\nenrolment = "open"\n')
+        set_passphrase(home)
         broker = ServedBroker(home, self.env, self.policy)
         self.brokers.append(broker)
         return broker

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import sqlite_utils
-from postgres import ENGINES, url_for
+from postgres import url_for
 
 from svc_console.core.models import Decision, Estimate, RiskFlag, Severity, SpendRequest, Verdict
 from svc_console.core.money import to_atomic
@@ -111,11 +111,11 @@ def _seed(ledger: Ledger, pending: int, history: int) -> None:
             )
 
 
-@pytest.fixture(scope="module", params=ENGINES)
+@pytest.fixture(scope="module")
 def ledger(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, engine: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Ledger]:
-    url = url_for(request, request.param)
+    url = url_for(request, engine)
     store = Ledger(tmp_path_factory.mktemp("sort") / "ledger.db", url=url)
     try:
         _seed(store, PENDING_COUNT, HISTORY_COUNT)
@@ -294,6 +294,7 @@ PLANS = [
 ]
 
 
+@pytest.mark.engines("sqlite")  # PostgreSQL's plans: test_postgres_walks_each_pending_index
 @pytest.mark.parametrize(
     ("key", "descending", "name"),
     PLANS,
@@ -302,8 +303,6 @@ PLANS = [
 def test_each_pending_sort_walks_its_index_without_sorting(
     ledger: Ledger, key: str, descending: bool, name: str, monkeypatch: pytest.MonkeyPatch
 ):
-    if ledger.url is not None:
-        pytest.skip("SQLite's plans; PostgreSQL's: test_postgres_walks_each_pending_index")
     state = _list_state(PENDING, key, descending)
     sql, args = _page_statement(ledger, state.query(FILTERS[name]), monkeypatch)
     steps = [row[3] for row in ledger.db.execute(f"EXPLAIN QUERY PLAN {sql}", args).fetchall()]
@@ -334,6 +333,7 @@ def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from _nodes(child)
 
 
+@pytest.mark.engines("postgresql")
 @pytest.mark.parametrize(
     ("key", "descending", "name"),
     PLANS,
@@ -344,8 +344,6 @@ def test_postgres_walks_each_pending_index(
 ):
     """On PostgreSQL each order of the pending list is read through its partial index, in order;
     the amount newest-first through one of its own (its NULLs last, `pg_dialect`)."""
-    if ledger.url is None:
-        pytest.skip("PostgreSQL's plans; SQLite's: test_each_pending_sort_walks_its_index...")
     state = _list_state(PENDING, key, descending)
     sql, args = _page_statement(ledger, state.query(FILTERS[name]), monkeypatch)
     nodes = list(_nodes(_postgres_plan(ledger, sql, args)))

@@ -309,7 +309,8 @@ def test_what_is_not_a_ledger_is_an_audit_error(tmp_path: Path):
 async def test_a_ledger_the_broker_wrote_verifies(runtime):
     """Every kind of event the broker writes (submit, inspect, pending, a decision, execution,
     success) hashes as the verifier recomputes it."""
-    from helpers import eventually, operator
+    from helpers import eventually
+    from operator_support import operator_knowing
 
     async with AsyncAgent("bot", runtime.paths.socket) as agent:
         ticket = await agent.submit(
@@ -317,7 +318,7 @@ async def test_a_ledger_the_broker_wrote_verifies(runtime):
         )
         request_id = ticket["request_id"]
         await eventually(lambda: runtime.broker.get(request_id).state == State.pending)
-        async with operator(runtime) as line:
+        async with operator_knowing(runtime) as line:  # agents of this user: it is needed
             await line.call("approvals.approve", {"request_id": request_id})
         done = await agent.wait_for_outcome(request_id, 10)
     assert done["state"] == "succeeded"
@@ -481,7 +482,7 @@ def write_money_ledger(path: Path, url: str | None = None) -> None:
             )
             for n in range(3)
         ]
-        sync_usage(ledger, charges, now=at + 20)
+        sync_usage(ledger, charges, now=at + 20, service="sandbox-audit")
     finally:
         ledger.close()
 
@@ -519,11 +520,12 @@ def test_a_ledger_of_money_verifies_and_every_table_is_sealed(money: Stored):
     assert report.intact, (report.broken, report.problems)
     for name in ("requests:req_paid", "decisions:1", "executions:1", "budget_reservations:1"):
         assert sealed_by(money, name)
-    assert sealed_by(money, "policy_versions:1") and sealed_by(money, "usage:ch_2")
+    assert sealed_by(money, "policy_versions:1") and sealed_by(money, "usage:sandbox-audit ch_2 v1")
 
 
 PAID = "requests:req_paid"
 RESERVATION = "budget_reservations:1"
+CHARGE_1, CHARGE_2 = "usage:sandbox-audit ch_1 v1", "usage:sandbox-audit ch_2 v1"
 MONEY_TAMPERING = [
     ("decision-ceiling", ["UPDATE decisions SET ceiling_usdc = 5000000"], "decisions:1", "edited"),
     ("decision-by", ["UPDATE decisions SET by = 'policy:all'"], "decisions:1", "edited"),
@@ -534,8 +536,8 @@ MONEY_TAMPERING = [
     ("execution-deleted", ["DELETE FROM executions"], "executions:1", "is gone"),
     ("reservation", ["UPDATE budget_reservations SET settled_usdc = 0"], RESERVATION, "edited"),
     ("policy", ["UPDATE policy_versions SET text = 'nothing'"], "policy_versions:1", "edited"),
-    ("usage-deleted", ["DELETE FROM usage WHERE id = 'ch_1'"], "usage:ch_1", "is gone"),
-    ("usage-amount", ["UPDATE usage SET amount = 1 WHERE id = 'ch_2'"], "usage:ch_2", "edited"),
+    ("usage-deleted", ["DELETE FROM usage WHERE id = 'ch_1'"], CHARGE_1, "is gone"),
+    ("usage-amount", ["UPDATE usage SET amount = 1 WHERE id = 'ch_2'"], CHARGE_2, "edited"),
 ]  # fmt: skip
 
 

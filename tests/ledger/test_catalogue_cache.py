@@ -137,7 +137,7 @@ def test_cached_records_are_the_service_records(reader: sqlite3.Connection):
 
 
 async def test_a_failed_sync_keeps_the_previous_cache(
-    server: SandboxServer, ledger_copy: Path, rest: MarketClient
+    server: SandboxServer, ledger_copy: Path, rest: MarketClient, refused_url: str
 ):
     before = _state(ledger_copy)
     server.state.faults.set("error", routes=["rest"], status=503)
@@ -146,7 +146,7 @@ async def test_a_failed_sync_keeps_the_previous_cache(
             await sync_catalogue(rest, ledger_copy, now=SYNCED_AT + 60)
     finally:
         server.state.faults.clear()
-    unreachable = MarketClient("http://127.0.0.1:9", "sk_live_x")
+    unreachable = MarketClient(refused_url, "sk_live_x")
     try:
         with pytest.raises(errors.ServiceUnreachable):
             await sync_catalogue(unreachable, ledger_copy, now=SYNCED_AT + 60)

@@ -15,6 +15,7 @@ from helpers import plain_request
 from svc_console.config.audit_key import key_file
 from svc_console.core.buckets import OVERALL
 from svc_console.core.models import Decision
+from svc_console.core.private_files import write_private
 from svc_console.core.states import State
 from svc_console.ledger import Ledger, LedgerRefused, audit, shared
 from svc_console.ledger.store import BudgetSpent
@@ -65,8 +66,15 @@ def test_a_broker_with_another_audit_key_is_refused_and_writes_nothing(two, tmp_
     first, _second = two
     first.insert_request(plain_request("req_1"))
     (tmp_path / "c").mkdir()
+    third = tmp_path / "c" / "ledger.db"
+    # No key at all: refused before any key is made (one would be another).
+    with pytest.raises(LedgerRefused, match="holds 1 audit event but its audit key is missing"):
+        Ledger(third, url=url)
+    assert not key_file(third).exists()
+    # A key of its own: its links would not verify.
+    write_private(key_file(third), "ab" * 32 + "\n")
     with pytest.raises(LedgerRefused, match="another audit key"):
-        Ledger(tmp_path / "c" / "ledger.db", url=url)
+        Ledger(third, url=url)
     assert first.db.execute("SELECT count(*) FROM events").fetchone()[0] == 1
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import sqlite_utils
-from postgres import ENGINES, url_for
+from postgres import url_for
 
 from svc_console.core.models import Decision, EndpointRecord, Evidence, SpendRequest
 from svc_console.core.states import State
@@ -37,6 +37,7 @@ from svc_console.ledger.usage_write import recheck_flagged, sync_usage
 
 SEEDED = 1000
 T0 = 1_780_000_000.0
+SERVICE = "https://svc.example"
 
 
 # -- a ledger with real requests, decisions and executions ------------------------------------
@@ -138,23 +139,25 @@ def test_an_older_ledger_gains_the_usage_table(tmp_path: Path):
 # -- sync and dedupe --------------------------------------------------------------------------
 
 
-def test_sync_dedupes_on_the_charge_id_and_updates_what_changed(ledger: Ledger):
-    first = sync_usage(ledger, [charge("ch_1", "0.01", None), charge("ch_2", "0.02", None)])
-    assert (first.received, first.inserted, first.updated, first.unchanged) == (2, 2, 0, 0)
+def test_sync_dedupes_a_charge_held_with_the_same_facts(ledger: Ledger):
+    first = sync_usage(
+        ledger, [charge("ch_1", "0.01", None), charge("ch_2", "0.02", None)], service=SERVICE
+    )
+    assert (first.received, first.inserted, first.conflicts, first.unchanged) == (2, 2, 0, 0)
 
-    again = sync_usage(ledger, [charge("ch_1", "0.01", None), charge("ch_2", "0.02", None)])
-    assert (again.inserted, again.updated, again.unchanged) == (0, 0, 2)
+    again = sync_usage(
+        ledger, [charge("ch_1", "0.01", None), charge("ch_2", "0.02", None)], service=SERVICE
+    )
+    assert (again.inserted, again.conflicts, again.unchanged) == (0, 0, 2)
     assert U.count(ledger.db.conn, UsageFilter()) == 2
 
-    # The service filled in a receipt: the stored charge follows, still one row.
-    fixed = sync_usage(ledger, [charge("ch_1", "0.01", None, receipt="0xdef")])
-    assert (fixed.inserted, fixed.updated) == (0, 1)
-    assert row(ledger, "ch_1").receipt == "0xdef"
-
     # A page that lists one charge twice stores it once.
-    twice = sync_usage(ledger, [charge("ch_3", "0.03", None), charge("ch_3", "0.03", None)])
+    twice = sync_usage(
+        ledger, [charge("ch_3", "0.03", None), charge("ch_3", "0.03", None)], service=SERVICE
+    )
     assert (twice.received, twice.inserted) == (2, 1)
     assert U.count(ledger.db.conn, UsageFilter()) == 3
+    assert {r.service for r in U.window(ledger.db.conn, UsageFilter(), 0, 10)} == {SERVICE}
 
 
 def test_sync_is_all_or_nothing(ledger: Ledger):
@@ -163,7 +166,7 @@ def test_sync_is_all_or_nothing(ledger: Ledger):
         raise RuntimeError("the page broke off")
 
     with pytest.raises(RuntimeError):
-        sync_usage(ledger, failing())
+        sync_usage(ledger, failing(), service=SERVICE)
     assert U.count(ledger.db.conn, UsageFilter()) == 0
 
 
@@ -171,14 +174,16 @@ def test_a_charge_carries_who_decided_as_the_console_observed_it(ledger: Ledger)
     by_cli = Evidence(channel="cli", uid=1000, pid=4242, process="svc-console")
     by_rule = Evidence(channel="policy", rule="small searches", policy_version="ab" * 32)
     keys = [executed(ledger, "req_a", evidence=by_cli), executed(ledger, "req_b", evidence=by_rule)]
-    sync_usage(ledger, [charge("ch_1", "0.01", keys[0]), charge("ch_2", "0.01", keys[1])])
+    sync_usage(
+        ledger, [charge("ch_1", "0.01", keys[0]), charge("ch_2", "0.01", keys[1])], service=SERVICE
+    )
     assert row(ledger, "ch_1").decided_by == "cli · uid 1000 · pid 4242 (svc-console)"
     assert row(ledger, "ch_2").decided_by == "policy rule small searches · policy abababababab"
 
 
 def test_a_charge_is_joined_with_its_request_and_decision(ledger: Ledger):
     key = executed(ledger, "req_a", ceiling="0.05", agent="pricing-bot", provider="prov_p")
-    result = sync_usage(ledger, [charge("ch_1", "0.04", key)])
+    result = sync_usage(ledger, [charge("ch_1", "0.04", key)], service=SERVICE)
     assert result.flagged == 0
     stored = row(ledger, "ch_1")
     assert stored.state == Reconciled.ok and stored.flag is None
@@ -191,20 +196,29 @@ def test_a_charge_is_joined_with_its_request_and_decision(ledger: Ledger):
 
 def test_what_the_ledger_filled_in_is_not_a_change_on_the_next_sync(ledger: Ledger):
     key = executed(ledger, "req_a", agent="pricing-bot", provider="prov_p")
-    sync_usage(ledger, [charge("ch_1", "0.04", key)])
+    sync_usage(ledger, [charge("ch_1", "0.04", key)], service=SERVICE)
     assert row(ledger, "ch_1").agent == "pricing-bot"
-    again = sync_usage(ledger, [charge("ch_1", "0.04", key)])
-    assert (again.inserted, again.updated, again.unchanged) == (0, 0, 1)
-    # A real change (the amount) is one, and the row is reconciled again.
-    changed = sync_usage(ledger, [charge("ch_1", "0.06", key)])
-    assert changed.updated == 1 and changed.flagged == 1
-    assert row(ledger, "ch_1").state == Reconciled.over
-    assert row(ledger, "ch_1").agent == "pricing-bot"
+    again = sync_usage(ledger, [charge("ch_1", "0.04", key)], service=SERVICE)
+    assert (again.inserted, again.conflicts, again.unchanged) == (0, 0, 1)
+    # A real change (the amount) is another version, kept beside the first, which stays as it was.
+    changed = sync_usage(ledger, [charge("ch_1", "0.06", key)], service=SERVICE)
+    assert changed.conflicts == 1 and changed.flagged == 1
+    first, second = U.versions(ledger.db.conn, "ch_1")
+    assert (first.state, first.amount_usdc, first.agent) == (
+        Reconciled.ok,
+        Decimal("0.04"),
+        "pricing-bot",
+    )
+    assert (second.state, second.version, second.request_id) == (Reconciled.conflict, 2, "req_a")
 
 
 def test_what_the_service_reports_is_kept_over_the_ledger(ledger: Ledger):
     key = executed(ledger, "req_a", agent="pricing-bot", provider="prov_p")
-    sync_usage(ledger, [charge("ch_1", "0.01", key, agent="svc-account", provider="prov_q")])
+    sync_usage(
+        ledger,
+        [charge("ch_1", "0.01", key, agent="svc-account", provider="prov_q")],
+        service=SERVICE,
+    )
     stored = row(ledger, "ch_1")
     assert (stored.agent, stored.provider) == ("svc-account", "prov_q")
 
@@ -214,7 +228,9 @@ def test_what_the_service_reports_is_kept_over_the_ledger(ledger: Ledger):
 
 def test_a_charge_no_approval_covers_is_flagged(ledger: Ledger):
     result = sync_usage(
-        ledger, [charge("ch_1", "0.01", "req_nobody-1"), charge("ch_2", "0.01", None)]
+        ledger,
+        [charge("ch_1", "0.01", "req_nobody-1"), charge("ch_2", "0.01", None)],
+        service=SERVICE,
     )
     assert result.flagged == 2
     unknown, keyless = row(ledger, "ch_1"), row(ledger, "ch_2")
@@ -226,14 +242,14 @@ def test_a_charge_no_approval_covers_is_flagged(ledger: Ledger):
 
 def test_a_charge_above_the_approved_ceiling_is_flagged(ledger: Ledger):
     key = executed(ledger, "req_a", ceiling="0.05")
-    sync_usage(ledger, [charge("ch_1", "0.050001", key)])
+    sync_usage(ledger, [charge("ch_1", "0.050001", key)], service=SERVICE)
     stored = row(ledger, "ch_1")
     assert (stored.state, stored.flag) == (Reconciled.over, "above_ceiling")
     assert stored.request_id == "req_a" and stored.ceiling_usdc == Decimal("0.05")
 
     # Exactly the ceiling is within what was approved.
     key = executed(ledger, "req_b", ceiling="0.05")
-    sync_usage(ledger, [charge("ch_2", "0.05", key)])
+    sync_usage(ledger, [charge("ch_2", "0.05", key)], service=SERVICE)
     assert row(ledger, "ch_2").state == Reconciled.ok
 
 
@@ -241,10 +257,10 @@ def test_a_second_charge_on_one_approval_is_flagged_whatever_the_sync_order(ledg
     key = executed(ledger, "req_a")
     later = charge("ch_late", "0.01", key, at="2026-05-28T11:00:00Z")
     earlier = charge("ch_early", "0.01", key, at="2026-05-28T10:00:00Z")
-    sync_usage(ledger, [later])
+    sync_usage(ledger, [later], service=SERVICE)
     assert row(ledger, "ch_late").state == Reconciled.ok
     # The earlier charge arrives in a later sync: it is the one the approval covers.
-    sync_usage(ledger, [earlier])
+    sync_usage(ledger, [earlier], service=SERVICE)
     assert row(ledger, "ch_early").state == Reconciled.ok
     assert (row(ledger, "ch_late").state, row(ledger, "ch_late").flag) == (
         Reconciled.uncovered,
@@ -254,7 +270,7 @@ def test_a_second_charge_on_one_approval_is_flagged_whatever_the_sync_order(ledg
 
 def test_recheck_clears_a_flag_once_the_ledger_knows_the_execution(ledger: Ledger):
     # Synced before the ledger had the execution (e.g. a charge seen from another console).
-    sync_usage(ledger, [charge("ch_1", "0.01", "req_a-1")])
+    sync_usage(ledger, [charge("ch_1", "0.01", "req_a-1")], service=SERVICE)
     assert row(ledger, "ch_1").state == Reconciled.uncovered
     executed(ledger, "req_a")
     assert recheck_flagged(ledger) == 0
@@ -291,11 +307,11 @@ def test_wire_times_and_amounts():
 # -- queries over a seeded history ------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=ENGINES)
+@pytest.fixture(scope="module")
 def seeded(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, engine: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[sqlite3.Connection]:
-    url = url_for(request, request.param)
+    url = url_for(request, engine)
     path = tmp_path_factory.mktemp("usage") / "ledger.db"
     seed_usage(path, SEEDED, days=60, url=url)
     conn = open_reader(path, url)
@@ -430,7 +446,9 @@ def test_distinct_values_for_the_filters(seeded, everything):
 
 def test_ties_in_time_are_ordered_by_seq(ledger: Ledger):
     same = "2026-05-28T10:00:00Z"
-    sync_usage(ledger, [charge(f"ch_{n}", "0.01", None, at=same) for n in range(5)])
+    sync_usage(
+        ledger, [charge(f"ch_{n}", "0.01", None, at=same) for n in range(5)], service=SERVICE
+    )
     conn = ledger.db.conn
     rows = U.window(conn, UsageFilter(), 0, 10)
     assert [r.id for r in rows] == ["ch_4", "ch_3", "ch_2", "ch_1", "ch_0"]
@@ -453,6 +471,7 @@ def plan(conn: sqlite3.Connection, sql: str, params: list[object]) -> list[str]:
     return [r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
 
 
+@pytest.mark.engines("sqlite")  # PostgreSQL's plans: test_postgres_pages_usage_through_indexes
 @pytest.mark.parametrize(
     "f",
     [
@@ -469,8 +488,6 @@ def plan(conn: sqlite3.Connection, sql: str, params: list[object]) -> list[str]:
     ids=lambda f: ",".join(f"{k}" for k, v in vars(f).items() if v is not None) or "none",
 )
 def test_query_plans_use_indexes(seeded: sqlite3.Connection, f: UsageFilter):
-    if not isinstance(seeded, sqlite3.Connection):
-        pytest.skip("SQLite's plans; PostgreSQL's: test_postgres_pages_usage_through_indexes")
     sql, params = U.where(f)
     window = f"SELECT {U._SELECT} FROM usage WHERE {sql} {U._NEWEST} LIMIT 60 OFFSET 100"
     keyset = (
@@ -533,6 +550,7 @@ def _postgres_nodes(conn: Any, sql: str, params: list[object]) -> list[dict[str,
     return nodes
 
 
+@pytest.mark.engines("postgresql")
 @pytest.mark.parametrize(
     "f",
     [
@@ -548,8 +566,6 @@ def _postgres_nodes(conn: Any, sql: str, params: list[object]) -> list[dict[str,
 def test_postgres_pages_usage_through_indexes(seeded: Any, f: UsageFilter):
     """On PostgreSQL the usage pages (by offset and by key) are read in order from an index of
     the usage table: never a sort of every matching row."""
-    if isinstance(seeded, sqlite3.Connection):
-        pytest.skip("PostgreSQL's plans; SQLite's: test_query_plans_use_indexes")
     sql, params = U.where(f)
     for statement, args in (
         (f"SELECT {U._SELECT} FROM usage WHERE {sql} {U._NEWEST} LIMIT 60 OFFSET 100", params),

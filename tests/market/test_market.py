@@ -21,12 +21,12 @@ async def test_search_takes_decimal_filters_and_returns_records(sandbox):
     assert all(r.domain_type == "A7" and r.pricing.ceiling <= Decimal("0.01") for r in results)
 
 
-async def test_wrong_credentials_and_unreachable_service_are_typed(sandbox):
+async def test_wrong_credentials_and_unreachable_service_are_typed(sandbox, refused_url):
     client = MarketClient(sandbox.base_url, "sk_live_wrong")
     with pytest.raises(errors.Unauthorized):
         await client.endpoint("ep_websearch_basic")
     await client.aclose()
-    wallet = WalletClient("http://127.0.0.1:9", sandbox.state.username, sandbox.state.api_token)
+    wallet = WalletClient(refused_url, sandbox.state.username, sandbox.state.api_token)
     with pytest.raises(errors.ServiceUnreachable):
         await wallet.dry_run("x402", "ep_websearch_basic", {"query": "q"})
     await wallet.aclose()

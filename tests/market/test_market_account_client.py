@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from eth_account import Account
+from helpers import proxy_execute
 from pydantic import SecretStr
 
 from svc_console.core.account import AgentLogin
@@ -127,7 +128,8 @@ async def test_wallets_usage_and_policies_are_typed(server: SandboxServer):
         proxy = WalletClient(server.base_url, state.username, state.api_token)
         try:
             for n in range(3):
-                await proxy.execute(
+                await proxy_execute(
+                    proxy,
                     "x402",
                     WEBSEARCH_ID,
                     {"query": f"page {n}"},
@@ -176,7 +178,7 @@ async def test_missing_and_wrong_keys_are_unauthorized(server: SandboxServer):
         assert "sk_live_wrong" not in str(refused.value) and "sk_live_wrong" not in repr(client)
 
 
-async def test_an_unreachable_service_is_said_so():
-    async with AccountClient("http://127.0.0.1:9") as client:
+async def test_an_unreachable_service_is_said_so(refused_url: str):
+    async with AccountClient(refused_url) as client:
         with pytest.raises(errors.ServiceUnreachable):
             await client.send_otp("a@example.com")

@@ -8,10 +8,12 @@ import asyncio
 import socket
 from collections.abc import AsyncIterator
 from decimal import Decimal
+from typing import Any
 
 import pytest
+from helpers import proxy_execute
 
-from svc_console.market import errors, http
+from svc_console.market import errors
 from svc_console.market.rest import MarketClient
 from svc_console.market.wallet import WalletClient
 from svc_console.sandbox.catalog import WEBSEARCH_ID, catalog
@@ -98,7 +100,8 @@ async def test_a_dry_run_is_sent_again_but_a_payment_is_not(server: OneAnswerPer
         assert again.estimated_usdc == Decimal("0.01")
         assert len(server.requests) == 3
         with pytest.raises(errors.OutcomeUnknown, match="did not answer"):
-            await wallet.execute(
+            await proxy_execute(
+                wallet,
                 "x402",
                 WEBSEARCH_ID,
                 {"query": "q"},
@@ -114,37 +117,39 @@ async def test_a_dry_run_is_sent_again_but_a_payment_is_not(server: OneAnswerPer
     assert server.requests[-1].startswith(b"POST")
 
 
-async def test_a_connection_refused_once_is_tried_again():
+async def test_a_connection_refused_once_is_tried_again(monkeypatch: pytest.MonkeyPatch):
     probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()  # nobody listens there yet: the first connection is refused
+    probe.bind(("127.0.0.1", 0))  # bound, not listening: a connection is refused
     late = OneAnswerPerConnection()
+    loop = asyncio.get_running_loop()
+    connect = loop.create_connection
 
-    async def listen_soon() -> None:
-        await asyncio.sleep(http.RECONNECT_PAUSE_S / 5)
-        late.server = await asyncio.start_server(late._serve, "127.0.0.1", port)
+    async def refused_then_listening(*args: Any, **kwargs: Any) -> Any:
+        """The service comes up as soon as it has refused the client once."""
+        try:
+            return await connect(*args, **kwargs)
+        except ConnectionRefusedError:
+            if late.server is None:
+                late.server = await asyncio.start_server(late._serve, sock=probe)
+            raise
 
-    client = MarketClient(f"http://127.0.0.1:{port}", "sk_live_test")
-    starting = asyncio.ensure_future(listen_soon())
+    monkeypatch.setattr(loop, "create_connection", refused_then_listening)
+    client = MarketClient(f"http://127.0.0.1:{probe.getsockname()[1]}", "sk_live_test")
     try:
         record = await client.endpoint(WEBSEARCH_ID)
     finally:
-        await starting
         await client.aclose()
-        assert late.server is not None
-        late.server.close()
-        await late.server.wait_closed()
+        if late.server is not None:
+            late.server.close()
+            await late.server.wait_closed()
+        probe.close()
+    assert late.server is not None  # the first connection was refused, the second answered
     assert record.id == WEBSEARCH_ID
     assert len(late.requests) == 1
 
 
-async def test_a_service_that_never_listens_is_unreachable():
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    client = MarketClient(f"http://127.0.0.1:{port}", "sk_live_test")
+async def test_a_service_that_never_listens_is_unreachable(refused_url: str):
+    client = MarketClient(refused_url, "sk_live_test")
     try:
         with pytest.raises(errors.ServiceUnreachable, match=r"cannot reach 127\.0\.0\.1"):
             await client.endpoint(WEBSEARCH_ID)

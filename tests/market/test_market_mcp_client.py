@@ -188,7 +188,7 @@ async def test_a_refused_body_and_a_wrong_address_are_clear(server: SandboxServe
         assert await client.batch([]) == []
 
 
-async def test_an_unreachable_service_is_said_so(server: SandboxServer):
-    async with McpClient("http://127.0.0.1:9/api/mcp") as client:
+async def test_an_unreachable_service_is_said_so(server: SandboxServer, refused_url: str):
+    async with McpClient(f"{refused_url}/api/mcp") as client:
         with pytest.raises(errors.ServiceUnreachable):
             await client.list_tools()

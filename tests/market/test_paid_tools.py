@@ -5,17 +5,20 @@ verified by the sandbox over real HTTP)."""
 from __future__ import annotations
 
 import json
+import time
 from decimal import Decimal
 
 import pytest
 from eth_account import Account
 from helpers import eventually, submit
+from mandates import mandate
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams
 from svc_console.core.states import State
 from svc_console.market.mcp import McpClient, PaymentRefused
-from svc_console.market.payments import Approval, PaymentSigner
+from svc_console.market.signer import Signer
+from svc_console.sandbox.x402 import SANDBOX_PAY_TO
 
 STANDARD = "ds_news_headlines_2024"  # 0.25 USDC
 FREE = "ds_fx_daily_rates"
@@ -49,6 +52,9 @@ async def test_a_paid_dataset_is_quoted_by_its_challenge_and_bought_after_approv
     request = await in_state(runtime, request_id, State.pending)
     assert request.estimate.amount_usdc == Decimal("0.25")
     assert (request.estimate.chain, request.estimate.protocol) == ("base", "x402")
+    # The challenge pinned where the money goes, for the operator to see and the mandate to hold.
+    assert request.estimate.pay_to == SANDBOX_PAY_TO
+    assert (request.estimate.network, request.estimate.scheme) == ("eip155:8453", "exact")
     assert request.endpoint.product_class == "B2" and request.endpoint.name
     assert "standard tier" in request.skill
     assert sandbox.state.charges == []  # quoting spent nothing
@@ -139,7 +145,8 @@ async def test_a_compute_tool_asking_other_than_its_fixed_price_is_never_paid(ru
     await runtime.broker.approve(ApproveParams(request_id=request_id, confirm_amount="10"))
     done = await in_state(runtime, request_id, State.failed, State.succeeded)
     assert done.state == State.failed
-    assert "exactly 10.00 USDC" in done.reason and "20.00" in done.reason
+    assert done.reason.startswith("the amount changed from exactly 10.00 to 20.00 USDC")
+    assert "nothing was signed or paid" in done.reason
     assert sandbox.state.charges == []
 
 
@@ -162,13 +169,13 @@ async def test_an_unfunded_wallet_waits_then_pays_once_after_funding(runtime, sa
 
 async def test_a_replayed_signature_is_refused_with_its_reason(sandbox):
     mcp = McpClient(f"{sandbox.base_url}/api/mcp", credential=sandbox.state.api_key)
-    signer = PaymentSigner(Account.create().key.hex())
+    signer = Signer.with_key(Account.create().key.hex(), time.time)
     async with mcp:
         try:
             await mcp.call_tool("get_dataset", {"dataset_id": STANDARD})
         except Exception as exc:  # the challenge comes back as a tool error
             challenge = exc.payment_required  # type: ignore[attr-defined]
-        signed = signer.sign(challenge, Approval(Decimal("0.25"), "base"))
+        signed = signer.x402(mandate(recipient=SANDBOX_PAY_TO), challenge)
         paid = {"dataset_id": STANDARD, "payment_signature": signed.header}
         first = await mcp.call_tool("get_dataset", paid)
         assert first.data()["chargedUsdc"] == "0.25"

@@ -256,8 +256,20 @@ def test_a_hidden_block_is_an_error_even_beside_a_valid_one_and_the_valid_one_is
 
 
 def test_code_blocks_of_other_languages_and_tildes_are_prose():
-    text = block("per_call_max_usdc: 1\n") + "\n~~~python\nprint(1)\n~~~\n\n    ```policy\n"
+    text = block("per_call_max_usdc: 1\n") + "\n~~~python\nprint(1)\n~~~\n\n    ```yaml\n"
     assert load_text(text, "SKILLS.md").rules.per_call_max_usdc == Decimal(1)
+
+
+def test_an_indented_policy_block_is_an_error_at_its_line_not_a_sample():
+    """Four spaces make a fenced block an indented code block: shown, never read. Beside a
+    valid block it would have silently dropped out; it is an error at its fence."""
+    indented = "\nA cap:\n\n    ```policy\n    per_call_max_usdc: 0.01\n    ```\n"
+    text = block("per_call_max_usdc: 1\n") + indented
+    line = text.splitlines().index("    ```policy") + 1
+    assert errors_of(text) == [
+        f"SKILLS.md:{line}:5: this policy block is indented by 4 spaces or more, which makes it"
+        " a code sample, not rules: start its fence at the beginning of the line"
+    ]
 
 
 def test_a_file_that_is_not_utf8_is_an_error_at_line_one(tmp_path):

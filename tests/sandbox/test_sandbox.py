@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from helpers import proxy_execute
 from jsonschema import Draft202012Validator
 
 from svc_console.core.models import DryRun, EndpointRecord, Outcome
@@ -101,7 +102,7 @@ async def _execute(wallet: WalletClient, endpoint_id: str = WEBSEARCH_ID, **over
         **overrides,
     }
     protocol, inputs = options.pop("protocol"), options.pop("inputs")
-    return await wallet.execute(protocol, endpoint_id, inputs, **options)
+    return await proxy_execute(wallet, protocol, endpoint_id, inputs, **options)
 
 
 def _valid_inputs(schema: dict) -> dict:
@@ -733,7 +734,8 @@ def test_wallet_unfunded_status(http: httpx.Client, bearer, actions, state: Sand
 
 
 async def test_mpp_execution_settles_on_tempo(wallet: WalletClient, state: SandboxState):
-    outcome = await wallet.execute(
+    outcome = await proxy_execute(
+        wallet,
         "mpp",
         FX_ID,
         {"symbol": "EURUSD"},

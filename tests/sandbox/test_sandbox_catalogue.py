@@ -387,7 +387,7 @@ def _sign(required: dict, private_key: str) -> str:
     from x402.http.utils import encode_payment_signature_header
     from x402.schemas import PaymentRequired
 
-    from svc_console.market.x402_compat import AccountSigner, exact_evm_scheme
+    from svc_console.market.signer import AccountSigner, exact_evm_scheme
 
     client = x402ClientSync()
     client.register("eip155:8453", exact_evm_scheme(AccountSigner(Account.from_key(private_key))))

@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import httpx
 import pytest
+from helpers import proxy_execute
 
 from svc_console.market import errors
 from svc_console.market.wallet import WalletClient
@@ -37,7 +38,8 @@ async def wallet(sandbox):
 
 
 async def _execute(wallet: WalletClient, key: str, ceiling: str = "0.01"):
-    return await wallet.execute(
+    return await proxy_execute(
+        wallet,
         "x402",
         WEBSEARCH_ID,
         SEARCH_INPUTS,
@@ -68,6 +70,9 @@ def test_the_switch_needs_the_api_key_and_checks_its_options(http: httpx.Client,
         ({"kind": "error", "routes": ["nowhere"]}, "routes"),
         ({"kind": "error", "seed": 3}, "seed"),
         ({"kind": "error", "colour": "red"}, "colour"),
+        ({"kind": "error", "dryRun": "yes"}, "dry_run"),
+        ({"kind": "reprice", "dryRun": True}, "dry_run"),
+        ({"kind": "overbill", "dryRun": False}, "dry_run"),
     ):
         refused = http.post("/sandbox/faults", json=body, headers=admin)
         assert refused.status_code == 400, body
@@ -132,7 +137,7 @@ def test_5xx_body_says_it_was_injected(http: httpx.Client, sandbox):
 
 async def test_latency_delays_the_answer(sandbox):
     # A lower bound only: the wait is at least the delay, so a shorter read timeout must expire.
-    sandbox.state.faults.add("latency", routes=["proxy"], delay_ms=2000, count=1)
+    sandbox.state.faults.add("latency", routes=["proxy"], delay_ms=2000, count=1, dry_run=True)
     state = sandbox.state
     hasty = WalletClient(sandbox.base_url, state.username, state.api_token, timeout_s=0.3)
     try:
@@ -158,7 +163,7 @@ def test_a_dropped_connection_is_cut_mid_body(http: httpx.Client, sandbox):
 
 
 async def test_a_malformed_body_is_reported_as_malformed(wallet: WalletClient, sandbox):
-    sandbox.state.faults.add("malformed", routes=["proxy"], count=1)
+    sandbox.state.faults.add("malformed", routes=["proxy"], count=1, dry_run=True)
     with pytest.raises(errors.MalformedResponse):
         await wallet.dry_run("x402", WEBSEARCH_ID, SEARCH_INPUTS)
     dry = await wallet.dry_run("x402", WEBSEARCH_ID, SEARCH_INPUTS)

@@ -23,8 +23,8 @@ from x402 import x402Client
 from x402.http.clients.httpx import x402HttpxClient
 
 from svc_console.core.networks import USDC_ASSETS
+from svc_console.market.signer import AccountSigner, exact_evm_scheme
 from svc_console.market.wallet import WalletClient
-from svc_console.market.x402_compat import AccountSigner, exact_evm_scheme
 from svc_console.sandbox.market_routes import provider_pay_to
 from svc_console.sandbox.state import SandboxState
 from svc_console.sandbox.x402 import PaymentInvalid, X402Gate

@@ -190,8 +190,8 @@ async def test_a_refused_notice_is_not_retried(start, receiver):
     assert len(receiver.received) == 1
 
 
-async def test_an_unreachable_receiver_is_retried_then_given_up(start, receiver):
-    dead = Webhook("http://127.0.0.1:9/hook", "json", SECRET)  # the discard port: refused
+async def test_an_unreachable_receiver_is_retried_then_given_up(start, receiver, refused_url):
+    dead = Webhook(f"{refused_url}/hook", "json", SECRET)
     runtime = await start(dead, hook(receiver))
     runtime.notifier.send(runtime.notifier.watch.policy_changed(_invalid("x"))[0])
     await eventually(lambda: runtime.notifier.failed == 1 and runtime.notifier.sent == 1)
@@ -275,6 +275,32 @@ async def test_nothing_secret_nor_active_in_any_body(start, receiver, sandbox):
                 assert purpose.startswith('"[hidden] [hidden] <')
 
 
+async def test_bare_domains_in_agent_text_are_defanged_in_every_notice(start, receiver):
+    """A receiver makes `www.evil.example` a link as readily as `https://evil.example`: in the
+    Slack, ntfy and JSON notices alike, no domain an agent wrote is left whole."""
+    clock = FakeClock()
+    hooks = (hook(receiver), hook(receiver, "slack", "/slack"), hook(receiver, "ntfy", "/ntfy"))
+    runtime = await start(*hooks, clock=clock, waiting_after_s=1)
+    purpose = "compare www.evil.example, pay.evil\u3002example and 203.0.113.9 quotes"
+    await pending(runtime, purpose=purpose)
+    clock.advance(2)
+    await eventually(lambda: len(receiver.received) == 3)
+    for got in receiver.received:
+        if got.path == "/slack":
+            text = json.loads(got.body)["text"]
+        elif got.path == "/ntfy":
+            text = got.body.decode()
+        else:
+            text = verified(got)["summary"]
+        for whole in ("www.evil.example", "pay.evil\u3002example", "evil.example", "203.0.113.9"):
+            assert whole not in text, (got.path, text)
+        if got.path == "/ntfy":  # its markup characters are blanked: [.] reads " . "
+            assert "www . evil . example" in text and "203 . 0 . 113 . 9" in text
+        else:
+            assert "www[.]evil[.]example" in text and "pay[.]evil[.]example" in text
+            assert "203[.]0[.]113[.]9" in text
+
+
 async def test_policy_error(start, receiver):
     runtime = await start(hook(receiver), policy=VALID)
     assert runtime.policy.status.state == "active"
@@ -283,7 +309,8 @@ async def test_policy_error(start, receiver):
     await eventually(lambda: receiver.received)
     body = verified(receiver.received[0])
     assert body["event"] == "policy_error" and body["request_id"] is None
-    assert body["summary"].startswith('the policy has errors: "SKILLS.md:')
+    # A file name is a domain name as well (.md is Moldova's): defanged as one.
+    assert body["summary"].startswith('the policy has errors: "SKILLS[.]md:')
     assert "auto-approval is suspended" in body["summary"]
     runtime.policy.reload()  # the same errors again: no second notice
     assert runtime.notifier.admitted == 1 and len(receiver.received) == 1
@@ -513,5 +540,5 @@ def test_a_fragment_of_agent_text_is_short_inert_and_hides_secrets():
     from svc_console.services.notify_messages import fragment
 
     text = fragment('sk_live_abcdefgh1234 say "done" \x1b[31m see http://x.example ' + "y" * 200)
-    assert text.startswith("[hidden] say 'done' <ESC>[31m see http[:]//x.example y")
+    assert text.startswith("[hidden] say 'done' <ESC>[31m see http[:]//x[.]example y")
     assert len(text) == 80 and text.endswith("…")

@@ -150,7 +150,7 @@ def test_relative_since(paths: Paths, capsys: pytest.CaptureFixture[str]):
             )
             for days in (40, 10, 1)
         ]
-        sync_usage(ledger, charges)
+        sync_usage(ledger, charges, service="https://svc.example")
     finally:
         ledger.close()
     assert [r["id"] for r in export_csv(capsys, "--since", "30d")] == ["ch_10d", "ch_1d"]
@@ -212,6 +212,52 @@ def test_runs_beside_a_broker_holding_the_ledger(seeded: Paths, capsys):
         holder.close()
 
 
+def test_a_charge_in_two_versions_is_exported_twice_the_second_flagged_conflict(
+    paths: Paths, capsys
+):
+    """Both versions of a charge the service reported with other facts reach finance: the
+    first as it was, the second flagged CONFLICT, each with its service and version."""
+    paths.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def charge(amount: str) -> UsageCharge:
+        return UsageCharge.model_validate(
+            {
+                "id": "ch_000001",
+                "createdAt": "2026-05-01T00:00:00Z",
+                "resourceId": "ep_x",
+                "chain": "base",
+                "protocol": "x402",
+                "amountUsdc": amount,
+            }
+        )
+
+    ledger = Ledger(paths.ledger(sandbox=True))
+    try:
+        for amount in ("0.01", "0.03"):
+            sync_usage(ledger, [charge(amount)], service="sandbox-5eed")
+    finally:
+        ledger.close()
+    first, second = export_csv(capsys, "--format", "csv")
+    assert (first["id"], first["amount_usdc"], first["reconciled"]) == (
+        "ch_000001",
+        "0.01",
+        "uncovered",
+    )
+    assert (second["id"], second["amount_usdc"], second["reconciled"]) == (
+        "ch_000001",
+        "0.03",
+        "conflict",
+    )
+    assert second["flag_reason"].startswith("the service reported this charge before")
+    assert [(r["service"], r["version"]) for r in (first, second)] == [
+        ("sandbox-5eed", "1"),
+        ("sandbox-5eed", "2"),
+    ]
+    assert main(["usage", "export", "--format", "json", "--state", "conflict"]) == 0
+    (only,) = json.loads(capsys.readouterr().out)
+    assert (only["amount_usdc"], only["flag"], only["version"]) == ("0.03", "conflict", 2)
+
+
 def test_hostile_text_is_safe_in_csv_and_exact_in_json(paths: Paths, capsys):
     paths.home.mkdir(parents=True, exist_ok=True, mode=0o700)
     hostile = {
@@ -231,7 +277,7 @@ def test_hostile_text_is_safe_in_csv_and_exact_in_json(paths: Paths, capsys):
                 **hostile,
             }
         )
-        sync_usage(ledger, [charge])
+        sync_usage(ledger, [charge], service="https://svc.example")
     finally:
         ledger.close()
     (row,) = export_csv(capsys)

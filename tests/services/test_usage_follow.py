@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from helpers import eventually, operator, submit
+from helpers import eventually, submit
+from operator_support import operator_knowing
 
 from svc_console.core.states import State
 from svc_console.services.usage_follow import UsageFollower
@@ -22,7 +23,7 @@ async def test_a_charge_reaches_the_usage_history_without_a_manual_sync(runtime)
     ticket = await submit(runtime)
     request_id = ticket["request_id"]
     await eventually(lambda: runtime.broker.get(request_id).state == State.pending)
-    async with operator(runtime) as console:
+    async with operator_knowing(runtime) as console:  # agents of this user: it is needed
         await console.call("approvals.approve", {"request_id": request_id})
     await eventually(lambda: runtime.broker.get(request_id).state == State.succeeded)
     await eventually(lambda: usage_rows(runtime) == before + 1, timeout=20)
@@ -37,7 +38,7 @@ async def test_a_charge_the_service_bills_above_the_approval_is_flagged(runtime,
     ticket = await submit(runtime)
     request_id = ticket["request_id"]
     await eventually(lambda: runtime.broker.get(request_id).state == State.pending)
-    async with operator(runtime) as console:
+    async with operator_knowing(runtime) as console:
         await console.call("approvals.approve", {"request_id": request_id})
     await eventually(lambda: runtime.broker.get(request_id).state == State.succeeded)
 
@@ -78,6 +79,26 @@ async def test_stopping_as_a_sync_is_asked_for_still_stops():
     async with asyncio.timeout(10):  # a bound for a hang, not a timing: stop() is immediate
         await follower.stop()
     assert not follower.running
+
+
+async def test_a_service_that_ends_with_the_console_is_synced_once_more_at_the_stop():
+    """The embedded sandbox's charges end with its process: the follower told so syncs one last
+    time as it stops (a charge made since the last sync is kept); one that is not, does not."""
+    for last, expected in ((True, 2), (False, 1)):
+        synced: list[int] = []
+        first = asyncio.Event()
+
+        async def sync(synced: list[int] = synced) -> int:
+            synced.append(len(synced))
+            return len(synced)
+
+        follower = UsageFollower(sync, clock=lambda: 0.0, sync_at_stop=last)
+        follower.listeners.append(first.set)
+        follower.start(Subscribable())
+        await first.wait()  # the sync at start
+        await follower.stop()
+        assert len(synced) == expected, last
+        assert not follower.running
 
 
 class Subscribable:

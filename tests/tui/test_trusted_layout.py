@@ -33,7 +33,7 @@ VARIANTS = {
     "blank lines": "\n" * 200 + "cost 0.01 USDC",
 }
 VIDEO = {"endpoint_id": "ep_frameify_generate", "inputs": {"prompt": "a lighthouse at dawn"}}
-FACTS = ("cost", "provider", "pays on", "verdict", "risks", "agent")
+FACTS = ("cost", "provider", "pays on", "pays to", "verdict", "risks", "agent")
 
 
 @pytest.fixture

@@ -385,7 +385,7 @@ async def test_hostile_text_is_shown_inert(console: Callable[..., ConsoleApp]):
         assert "\x1b" not in text and "\u202e" not in text
         # Clicking where the would-be link is drawn does nothing either.
         await pilot.click("#detail")
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert app.is_running and app.return_code is None
         # Typed into the filter, the same text finds the request and stays text.
         await pilot.press("slash")
@@ -553,7 +553,7 @@ async def test_paging_through_the_queue(
         await pilot.press("right_square_bracket")
         await rows(pilot, 20)
         await pilot.press("right_square_bracket")  # there is no fourth page: nothing moves
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert shown_ids(app) == ids[2 * PAGE_SIZE :]
 
         await pilot.press("left_square_bracket")

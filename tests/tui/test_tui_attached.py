@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from helpers import eventually
+from operator_support import past_the_wait
 from tui_support import queue, rows, screen_text, secret_asked, type_text, until
 
 from svc_console.agent import AsyncAgent
@@ -43,6 +44,14 @@ async def attached(runtime: Runtime) -> ConsoleApp:
     return ConsoleApp(AttachedConsole(runtime.paths, hello), cursor_blink=False)
 
 
+async def unlock(pilot: Any, passphrase: str = "lighthouse at dawn") -> None:
+    from svc_console.tui.unlock import UnlockScreen
+
+    await secret_asked(pilot, UnlockScreen)
+    await type_text(pilot, passphrase)
+    await pilot.press("enter")
+
+
 def evidence(runtime: Runtime, request_id: str) -> dict[str, Any]:
     row = runtime.ledger.db.execute(
         "SELECT evidence FROM decisions WHERE request_id = ?", [request_id]
@@ -54,8 +63,12 @@ async def test_two_attached_consoles_share_the_queue_and_a_decision_in_one_leave
     runtime,
 ):
     first_id = await submit(runtime, "heat pumps")
+    # Agents of this user are accepted: decisions from an attached console need the passphrase.
+    runtime.passphrase.set(PASSPHRASE)
     one, two = await attached(runtime), await attached(runtime)
     async with one.run_test(size=(120, 36)) as left, two.run_test(size=(120, 36)) as right:
+        for pilot in (left, right):
+            await unlock(pilot)
         await rows(left, 1)
         await rows(right, 1)
         assert "attached" in screen_text(one) and "attached" in screen_text(two)
@@ -206,8 +219,10 @@ async def test_an_attached_console_asks_the_amount_typed_above_the_threshold(mak
     await runtime.start()
     try:
         request_id = await submit(runtime, "heat pumps")
+        runtime.passphrase.set(PASSPHRASE)  # agents of this user are accepted: it is needed
         app = await attached(runtime)
         async with app.run_test(size=(120, 36)) as pilot:
+            await unlock(pilot)
             await rows(pilot, 1)
             await pilot.press("a")
             await until(pilot, lambda: isinstance(app.screen, ConfirmAmountModal))
@@ -220,13 +235,13 @@ async def test_an_attached_console_asks_the_amount_typed_above_the_threshold(mak
 
 
 async def test_with_operator_accounts_an_attached_console_signs_in_and_decides_as_one(
-    paths, make_runtime
+    paths, make_runtime, clock
 ):
     from svc_console.config.operator_accounts import OperatorAccounts
     from svc_console.tui.attached.sign_in import SignInScreen
 
     token = OperatorAccounts(paths.operator_accounts).add("alice")
-    runtime = make_runtime()
+    runtime = make_runtime(clock=clock)
     await runtime.start()
     try:
         request_id = await submit(runtime, "heat pumps")
@@ -238,6 +253,7 @@ async def test_with_operator_accounts_an_attached_console_signs_in_and_decides_a
             await type_text(pilot, "not-the-token")
             await pilot.press("enter")
             await until(pilot, lambda: "Unknown operator or wrong token" in screen_text(app))
+            past_the_wait(runtime, clock)  # the broker checked it: a wrong token earns a wait
             await type_text(pilot, token)
             await pilot.press("enter")
             await rows(pilot, 1)

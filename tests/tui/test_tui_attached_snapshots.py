@@ -9,8 +9,17 @@ from typing import Any
 
 from attached_support import broker_beside
 from helpers import FakeClock, eventually
+from operator_support import PASSPHRASE, set_passphrase
 from textual.pilot import Pilot
-from tui_support import PINNED_SANDBOX, pin_sandbox_address, rows, secret_asked, until
+from tui_support import (
+    PINNED_SANDBOX,
+    notices,
+    pin_sandbox_address,
+    rows,
+    secret_asked,
+    type_text,
+    until,
+)
 
 from svc_console.broker.params import SubmitParams
 from svc_console.config.paths import Paths
@@ -38,9 +47,35 @@ def attached_app(paths: Paths, clock: FakeClock) -> ConsoleApp:
     return ConsoleApp(console, cursor_blink=False)
 
 
+async def unlocked(pilot: Pilot[Any]) -> None:
+    """The passphrase typed: agents of this user are accepted, so the broker asks for it."""
+    from svc_console.tui.unlock import UnlockScreen
+
+    await secret_asked(pilot, UnlockScreen)
+    await type_text(pilot, PASSPHRASE)
+    await pilot.press("enter")
+
+
 def test_snapshot_an_attached_console(
     snap_compare: Any, paths: Paths, make_runtime: Callable[..., Runtime], clock: FakeClock
 ):
+    set_passphrase(paths.home)
+    runtime = make_runtime(clock=clock, ids=True)
+    with broker_beside(runtime) as broker:
+        broker.run(one_pending(runtime))
+        app = attached_app(paths, clock)
+
+        async def run_before(pilot: Pilot[Any]) -> None:
+            await unlocked(pilot)
+            await rows(pilot, 1)
+
+        assert snap_compare(app, terminal_size=(120, 30), run_before=run_before)
+
+
+def test_snapshot_an_attached_console_that_may_not_decide(
+    snap_compare: Any, paths: Paths, make_runtime: Callable[..., Runtime], clock: FakeClock
+):
+    """No credential set where agents of the operator's user are accepted: said at once."""
     runtime = make_runtime(clock=clock, ids=True)
     with broker_beside(runtime) as broker:
         broker.run(one_pending(runtime))
@@ -48,6 +83,7 @@ def test_snapshot_an_attached_console(
 
         async def run_before(pilot: Pilot[Any]) -> None:
             await rows(pilot, 1)
+            await until(pilot, lambda: "Decisions refused here" in notices(app))
 
         assert snap_compare(app, terminal_size=(120, 30), run_before=run_before)
 
@@ -55,11 +91,13 @@ def test_snapshot_an_attached_console(
 def test_snapshot_a_screen_an_attached_console_does_not_serve(
     snap_compare: Any, paths: Paths, make_runtime: Callable[..., Runtime], clock: FakeClock
 ):
+    set_passphrase(paths.home)
     runtime = make_runtime(clock=clock, ids=True)
     with broker_beside(runtime):
         app = attached_app(paths, clock)
 
         async def run_before(pilot: Pilot[Any]) -> None:
+            await unlocked(pilot)
             await rows(pilot, 0)
             await until(pilot, lambda: app.screens_open)
             await pilot.press("5")

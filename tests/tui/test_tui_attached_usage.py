@@ -51,7 +51,9 @@ def seed(paths: Paths, *, url: str | None = None) -> None:
     seed_usage(paths.ledger(sandbox=True), SEEDED, days=60, url=url)
     ledger = Ledger(paths.ledger(sandbox=True), url=url)
     try:
-        sync_usage(ledger, [charge("ch_synced", "0.25")], now=SYNCED_AT)
+        sync_usage(
+            ledger, [charge("ch_synced", "0.25")], now=SYNCED_AT, service="https://svc.example"
+        )
     finally:
         ledger.close()
 
@@ -241,7 +243,12 @@ async def test_the_sync_key_of_an_attached_console_says_the_brokers_console_sync
         assert screen.table.total == SEEDED + 1
 
         # The broker's console syncs a new charge: `r` shows it and when it was stored.
-        sync_usage(runtime.ledger, [charge("ch_later", "0.5")], now=NOON - 60)
+        sync_usage(
+            runtime.ledger,
+            [charge("ch_later", "0.5")],
+            now=NOON - 60,
+            service="https://svc.example",
+        )
         await pilot.press("r")
         await until(pilot, lambda: usage_settled(app) and screen.table.total == SEEDED + 2)
         later = "synced by the broker's console · 11:59 UTC"

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FakeClock, operator
+from helpers import FakeClock
+from operator_support import PASSPHRASE, operator_knowing
 from textual.pilot import Pilot
 from tui_support import (
     build_console,
@@ -223,7 +224,9 @@ async def test_a_resume_from_the_command_line_shows_within_a_tick(
         pause(app, "flaky-bot")
         await until(pilot, lambda: shown_paused(app) == ["flaky-bot"])
         assert app.screen.check_action("resume_agent", ()) is True
-        async with operator(app.runtime) as cli:
+        # Agents of this user are accepted: the resume over the socket needs the passphrase.
+        app.runtime.passphrase.set(PASSPHRASE)
+        async with operator_knowing(app.runtime) as cli:
             await cli.call("agents.resume", {"agent": "flaky-bot"})
         await until(pilot, lambda: shown_paused(app) == [])
         assert resumes(app) == [("flaky-bot", "cli")]

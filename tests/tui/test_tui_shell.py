@@ -365,7 +365,7 @@ async def test_keymap_from_settings_moves_keys_everywhere(
         broker = app.runtime.broker
 
         await pilot.press("a")  # no longer approves
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert broker.get(request_id).state == State.pending
 
         await pilot.press("question_mark")
@@ -377,7 +377,7 @@ async def test_keymap_from_settings_moves_keys_everywhere(
         assert approve[1].endswith("· y")
 
         await pilot.press("9")  # the probe's default key is gone too
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert isinstance(app.screen, ApprovalsScreen)
         await pilot.press("f5")
         await until(pilot, lambda: isinstance(app.screen, ProbeScreen))

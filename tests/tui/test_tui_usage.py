@@ -76,7 +76,7 @@ def sync(paths: Paths, charges: list[UsageCharge]) -> None:
     """Charges stored as a sync stores them, before the console starts."""
     ledger = Ledger(paths.ledger(sandbox=True))
     try:
-        sync_usage(ledger, charges, now=NOON)
+        sync_usage(ledger, charges, now=NOON, service="https://svc.example")
     finally:
         ledger.close()
 
@@ -398,11 +398,11 @@ async def test_sync_fetches_the_services_charges_and_reconciles_them(
         # Syncing again finds nothing new.
         await clear_notices(pilot)
         await pilot.press("s")
-        await until(pilot, lambda: "0 new, 0 updated, 1 unchanged" in notices(app))
+        await until(pilot, lambda: "0 new, 1 unchanged" in notices(app))
         assert screen.table.total == 1
 
         # A charge written behind the screen's back appears on `r`.
-        sync_usage(app.runtime.ledger, [charge("ch_other", "0.5")])
+        sync_usage(app.runtime.ledger, [charge("ch_other", "0.5")], service="https://svc.example")
         await pilot.press("r")
         await until(pilot, lambda: usage_settled(app) and screen.table.total == 2)
         assert screen.summary.totals.flagged_count == 1
@@ -429,7 +429,7 @@ async def test_untrusted_text_is_shown_inert(console: Callable[..., ConsoleApp],
         assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
         for target in ("#usage-providers", "#usage-agents", "#usage-detail", "#usage-table"):
             await pilot.click(target)
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert app.is_running and app.return_code is None
 
 

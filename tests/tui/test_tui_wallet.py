@@ -134,6 +134,11 @@ async def open_wallet(pilot: Pilot[Any]) -> WalletScreen:
     return screen(pilot.app)
 
 
+def watching_for_funds(app: ConsoleApp) -> bool:
+    """A funding flow's worker still runs: funds arriving now would be seen, and retried."""
+    return any(worker.group == "funding" and not worker.is_finished for worker in app.workers)
+
+
 async def checkout_started(pilot: Pilot[Any]) -> FundingFlow:
     await until(pilot, lambda: (flow := screen(pilot.app).flow) and flow.stage == Stage.waiting)
     flow = screen(pilot.app).flow
@@ -347,7 +352,7 @@ async def test_escape_stops_waiting_and_f_starts_again(
         assert "stopped waiting" in screen_text(app)
         # Funds arriving now retry nothing: the operator stopped watching.
         sandbox.state.set_balance("1")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: not watching_for_funds(app))
         assert app.runtime.broker.get(request_id).state == State.awaiting_funds
         await pilot.press("f")
         await until(pilot, lambda: app.runtime.broker.get(request_id).state == State.succeeded)
@@ -403,7 +408,7 @@ async def test_a_request_cancelled_while_waiting_ends_the_flow(
         await until(pilot, lambda: page.flow.problem is not None)
         assert "no longer waits for funds" in page.flow.problem
         sandbox.state.set_balance("1")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: not watching_for_funds(app))
         assert app.runtime.broker.get(request_id).state == State.cancelled
 
 

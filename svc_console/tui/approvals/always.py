@@ -23,6 +23,7 @@ from textual.widgets import Button, Input, Select, Static
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.core.sanitize import inert_line
+from svc_console.core.shown_facts import facts_digest
 from svc_console.policy.drafts import display_name
 from svc_console.services import always_rule
 from svc_console.services.always_rule import Proposal
@@ -32,7 +33,8 @@ from svc_console.tui.modals import request_summary
 from svc_console.tui.policies.diff import PolicyDiff
 from svc_console.tui.widgets.queue import endpoint_name
 
-Decide = Callable[[Proposal, Decimal | None], Awaitable[object]]
+# The rule, the typed amount, and the digest of the facts the dialog showed.
+Decide = Callable[[Proposal, Decimal | None, str], Awaitable[object]]
 SHOWN_ERRORS = 4
 
 
@@ -58,6 +60,7 @@ class AlwaysModal(DecidingDialog):
         self.request, self.files, self.home = request, files, home
         self._decide, self.confirm, self.now = decide, confirm, now
         self.path = files[0]
+        self.seen = facts_digest(request)
         self.proposal: Proposal | None = None
 
     def compose_body(self) -> ComposeResult:
@@ -170,4 +173,4 @@ class AlwaysModal(DecidingDialog):
                 field.focus()
                 return
             confirm = self.confirm
-        await self.decide(lambda: self._decide(proposal, confirm))
+        await self.decide(lambda: self._decide(proposal, confirm, self.seen))

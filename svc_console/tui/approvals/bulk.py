@@ -21,6 +21,7 @@ from svc_console.broker.decisions import approval_ceiling
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
+from svc_console.core.shown_facts import facts_digest
 from svc_console.tui.approvals.dialog import DecidingDialog, typed_amount
 from svc_console.tui.modals import MAX_REASON
 from svc_console.tui.widgets.countdown import Countdown
@@ -31,7 +32,8 @@ NAMED = 5
 # The most one bulk decision takes (the operator socket's own limit on a list of ids).
 MOST = 500
 
-Decide = Callable[[Decimal | None, str | None], Awaitable[object]]
+# The typed total, the reason, and by request the digest of the facts the dialog showed.
+Decide = Callable[[Decimal | None, str | None, dict[str, str]], Awaitable[object]]
 
 
 class Marks:
@@ -117,6 +119,7 @@ class BulkModal(DecidingDialog):
     ) -> None:
         super().__init__(clock=clock)
         self.requests, self.total, self._decide = requests, total, decide
+        self.seen = {request.id: facts_digest(request) for request in requests}
         self.approve, self.typed = approve, typed and approve
         count = len(requests)
         self.TITLE_TEXT = f"{'Approve' if approve else 'Deny'} {count} marked requests"
@@ -178,10 +181,10 @@ class BulkModal(DecidingDialog):
                     self.show_error(problem)
                     return
                 confirm = self.total
-            await self.decide(lambda: self._decide(confirm, None))
+            await self.decide(lambda: self._decide(confirm, None, self.seen))
             return
         reason = self.query_one("#reason", Input).value.strip()
         if not reason:
             self.show_error("A reason is required to deny; nothing was denied.")
             return
-        await self.decide(lambda: self._decide(None, reason))
+        await self.decide(lambda: self._decide(None, reason, self.seen))

@@ -2,9 +2,13 @@
 for a while (`A`, `D`: a grant), always (`w`: a rule in a SKILLS.md file), and every marked
 request at once (`a`, `d` while some are marked; `space` and `m` mark).
 
-Every decision goes through the broker's public API. A decision made straight from a key reports
-the broker's refusal as a notification; one made in a dialog shows it in the dialog, which stays
-open with nothing decided. A mixin of `ApprovalsScreen`, which owns the lists and the marks.
+Every decision goes through the broker's public API, and is made on what the operator was shown
+(`as_shown.py`): the request the detail shows when the key is pressed, with the digest of its
+facts, which each dialog captures as it opens and its decision carries. A decision made straight
+from a key reports the broker's refusal as a notification; one made in a dialog shows it in the
+dialog, which stays open with nothing decided, except that a request changed since it was shown
+closes the dialog and is shown again. A mixin of `ApprovalsScreen`, which owns the lists and the
+marks.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from svc_console.broker import Broker, BrokerError
+from svc_console.broker import BrokerError
+from svc_console.broker.errors import FactsChanged
 from svc_console.broker.params import ApproveParams, DenyParams
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
@@ -26,10 +31,11 @@ from svc_console.runtime import Runtime
 from svc_console.services import always_rule
 from svc_console.services.always_rule import Proposal
 from svc_console.tui.approvals.always import AlwaysModal
+from svc_console.tui.approvals.as_shown import AsShown
 from svc_console.tui.approvals.bulk import MOST, BulkModal, Marks, outcome_text
 from svc_console.tui.approvals.for_a_while import LASTING, ForAWhile, ForAWhileModal
 from svc_console.tui.modals import ConfirmAmountModal, DenyReasonModal
-from svc_console.tui.request_lists import PENDING, Filter, ListState
+from svc_console.tui.request_lists import PENDING
 from svc_console.tui.widgets.queue import endpoint_name
 
 log = logging.getLogger(__name__)
@@ -39,94 +45,58 @@ def _for(lasting: str) -> str:
     return next(label for key, label in LASTING if key == lasting)
 
 
-class Deciding:
+class Deciding(AsShown):
     """The decision actions; the screen provides the broker, the lists, the marks and `reload`."""
 
-    broker: Broker
     runtime: Runtime
     marks: Marks
-    filter: Filter
-    lists: dict[str, ListState]
     _approved_here: set[str]
-    _counts_stale: bool
-    notify: Callable[..., Any]
-    reload: Callable[..., None]
 
     # -- this request only ----------------------------------------------------------------------
-
-    def _selected_or_say_so(self, verb: str) -> SpendRequest | None:
-        """The request under the cursor, read again from the ledger: a row on screen may be a
-        moment older than the request (expired, or decided elsewhere, since the page was read).
-        A selection that left the list decides nothing: the operator chooses again."""
-        gone = self.queue.gone_id
-        if gone is not None:
-            self.notify(
-                f"{gone} is no longer selected, as it left the list; nothing was decided. Move"
-                " the cursor to choose another request.",
-                title=f"Could not {verb}",
-                severity="warning",
-                markup=False,
-            )
-            return None
-        request = self.queue.selected
-        if request is None:
-            self.notify("No request is selected.", severity="warning")
-            return None
-        fresh = self.broker.get(request.id)
-        if fresh.state != State.pending:
-            # The broker's own words for the same refusal, had the decision reached it.
-            self.notify(
-                f"request {request.id} is {fresh.state}, not pending; nothing was decided.",
-                title=f"Could not {verb}",
-                severity="error",
-                markup=False,
-            )
-            self._decided()
-            return None
-        return fresh
 
     async def action_approve(self) -> None:
         if len(self.marks):
             self._decide_marked(approve=True)
             return
-        request = self._selected_or_say_so("approve")
-        if request is None:
+        shown = self._shown_or_say_so("approve")
+        if shown is None:
             return
+        request, seen = shown
         amount = self.broker.confirmation_needed(request)
         if amount is None:
-            await self._approve(request, None)
+            await self._approve(request, None, seen)
             return
+        modal = ConfirmAmountModal(request, amount, clock=self.broker.clock)
 
         async def confirmed(typed: Decimal | None) -> None:
             if typed is not None:
-                await self._approve(request, typed)
+                await self._approve(modal.request, typed, modal.seen)
 
-        modal = ConfirmAmountModal(request, amount, clock=self.broker.clock)
         self.app.push_screen(modal, confirmed)
 
     def action_deny(self) -> None:
         if len(self.marks):
             self._decide_marked(approve=False)
             return
-        request = self._selected_or_say_so("deny")
-        if request is None:
+        shown = self._shown_or_say_so("deny")
+        if shown is None:
             return
+        modal = DenyReasonModal(shown[0], clock=self.broker.clock)
 
         async def reasoned(reason: str | None) -> None:
             if reason is not None:
-                await self._deny(request, reason)
+                await self._deny(modal.request, reason, modal.seen)
 
-        self.app.push_screen(DenyReasonModal(request, clock=self.broker.clock), reasoned)
+        self.app.push_screen(modal, reasoned)
 
-    async def _approve(self, request: SpendRequest, amount: Decimal | None) -> None:
+    async def _approve(self, request: SpendRequest, amount: Decimal | None, seen: str) -> None:
         async def decide() -> SpendRequest:
-            params = ApproveParams(request_id=request.id, confirm_amount=amount)
+            params = ApproveParams(request_id=request.id, confirm_amount=amount, seen=seen)
             return await self.broker.approve(params)
 
         # Noted before the call: the broker may report the outcome before approve() returns.
         self._approved_here.add(request.id)
-        self.queue.let_go([request.id])
-        if await self._decide("approve", decide):
+        if await self._decide("approve", decide, request.id):
             if self.broker.get(request.id).state == State.pending:
                 # The two-person rule: this was the first approval; the request waits on.
                 self._approved_here.discard(request.id)
@@ -140,18 +110,22 @@ class Deciding:
         else:
             self._approved_here.discard(request.id)
 
-    async def _deny(self, request: SpendRequest, reason: str) -> None:
+    async def _deny(self, request: SpendRequest, reason: str, seen: str) -> None:
         async def decide() -> SpendRequest:
-            return await self.broker.deny(DenyParams(request_id=request.id, reason=reason))
+            params = DenyParams(request_id=request.id, reason=reason, seen=seen)
+            return await self.broker.deny(params)
 
-        self.queue.let_go([request.id])
-        if await self._decide("deny", decide):
+        if await self._decide("deny", decide, request.id):
             self.notify(f"Denied {request.id}", markup=False)
 
-    async def _decide(self, verb: str, decide: Callable[[], Awaitable[Any]]) -> bool:
-        """Run one broker decision; any failure becomes one notification."""
+    async def _decide(
+        self, verb: str, decide: Callable[[], Awaitable[Any]], request_id: str
+    ) -> bool:
+        """Run one broker decision on `request_id`; any failure becomes one notification."""
         try:
-            await decide()
+            await self._letting_go([request_id], verb, decide)
+        except FactsChanged:
+            return False  # said, and the request shown again
         except BrokerError as exc:
             self.notify(exc.message, title=f"Could not {verb}", severity="error", markup=False)
             return False
@@ -182,24 +156,29 @@ class Deciding:
         self._for_a_while(approve=False)
 
     def _for_a_while(self, *, approve: bool) -> None:
-        request = self._selected_or_say_so("approve" if approve else "deny")
-        if request is None:
+        verb = "approve" if approve else "deny"
+        shown = self._shown_or_say_so(verb)
+        if shown is None:
             return
+        request = shown[0]
         confirm = self.broker.confirmation_needed(request) if approve else None
         said: list[str] = []
 
         async def decide(choice: ForAWhile) -> None:
-            self.queue.let_go([request.id])
+            await self._letting_go([request.id], verb, lambda: grant(choice))
+
+        async def grant(choice: ForAWhile) -> SpendRequest:
             if approve:
                 params = ApproveParams(
                     request_id=request.id,
+                    seen=choice.seen,
                     confirm_amount=choice.confirm,
                     grant_for=choice.lasting,
                     grant_total=choice.total,
                 )
                 self._approved_here.add(request.id)
                 try:
-                    await self.broker.approve(params)
+                    after = await self.broker.approve(params)
                 except Exception:
                     self._approved_here.discard(request.id)
                     raise
@@ -211,13 +190,17 @@ class Deciding:
             else:
                 assert choice.reason is not None
                 params_deny = DenyParams(
-                    request_id=request.id, reason=choice.reason, grant_for=choice.lasting
+                    request_id=request.id,
+                    seen=choice.seen,
+                    reason=choice.reason,
+                    grant_for=choice.lasting,
                 )
-                await self.broker.deny(params_deny)
+                after = await self.broker.deny(params_deny)
                 said.append(
                     f"Denied {request.id}, and {inert_line(request.agent, 40)}'s calls to"
                     f" {endpoint_name(request, 40)} for {_for(choice.lasting)}"
                 )
+            return after
 
         def closed(decided: bool | None) -> None:
             self._decided()
@@ -232,9 +215,10 @@ class Deciding:
     # -- always ---------------------------------------------------------------------------------
 
     def action_approve_always(self) -> None:
-        request = self._selected_or_say_so("approve")
-        if request is None:
+        shown = self._shown_or_say_so("approve")
+        if shown is None:
             return
+        request = shown[0]
         if getattr(self.runtime, "attached", False):
             # The rule goes into the broker's SKILLS.md, through its own policy engine.
             self.notify(
@@ -255,16 +239,16 @@ class Deciding:
             return
         files = [Path(path) for path in live.paths]
 
-        async def decide(proposal: Proposal, confirm: Decimal | None) -> None:
-            self.queue.let_go([request.id])
+        async def decide(proposal: Proposal, confirm: Decimal | None, seen: str) -> None:
             params = ApproveParams(
                 request_id=request.id,
+                seen=seen,
                 confirm_amount=confirm,
                 note=f"always: {proposal.rule.name}"[:500],
             )
             self._approved_here.add(request.id)
             try:
-                await self.broker.approve(params)
+                await self._letting_go([request.id], "approve", lambda: self.broker.approve(params))
             except Exception:
                 self._approved_here.discard(request.id)
                 raise
@@ -343,14 +327,16 @@ class Deciding:
         typed = approve and self.broker.decisions.total_confirmation_needed(total)
         said: list[tuple[str, bool]] = []
 
-        async def decide(confirm: Decimal | None, reason: str | None) -> None:
+        async def decide(confirm: Decimal | None, reason: str | None, seen: dict[str, str]) -> None:
             ids = [request.id for request in requests]
-            self.queue.let_go(ids)
-            if approve:
-                outcome = await self.broker.approve_many(ids, confirm_total=confirm)
-            else:
+
+            async def many() -> dict[str, str]:
+                if approve:
+                    return await self.broker.approve_many(ids, confirm_total=confirm, seen=seen)
                 assert reason is not None
-                outcome = await self.broker.deny_many(ids, reason)
+                return await self.broker.deny_many(ids, reason, seen=seen)
+
+            outcome = await self._letting_go(ids, "approve" if approve else "deny", many)
             said.append(outcome_text(outcome, approve))
 
         def closed(decided: bool | None) -> None:

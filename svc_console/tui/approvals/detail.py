@@ -21,6 +21,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from svc_console.broker.decisions import approval_ceiling
+from svc_console.core.mandate import pays_to
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert, inert_line
@@ -192,6 +193,8 @@ def _facts(out: Sections, request: SpendRequest, confirm: Decimal | None) -> Non
         out.field(
             "pays on", f"{inert_line(estimate.chain, 20)} · {inert_line(estimate.protocol, 10)}"
         )
+        # Where the money goes, as the quote pinned it (the mandate holds the same).
+        out.field("pays to", pays_to(request.kind, estimate, endpoint))
     out.field("verdict", present.verdict(request, long=True) if request.verdict else "none yet")
     out.field("risks", _risk_summary(request, colours))
     who = Text.assemble((inert_line(request.agent, 64), "bold"))
@@ -383,6 +386,8 @@ class RequestDetail(ScrollView):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.shown_id: str | None = None
+        # The request as drawn: a decision is made on what the operator was shown.
+        self.request: SpendRequest | None = None
         self._content: RenderableType | None = None
         self._lines: list[Strip] = []
         self._width = 0
@@ -422,7 +427,7 @@ class RequestDetail(ScrollView):
             self._content = Group(notice, Text(""), self._content)
         # Another request starts at its top, not where the previous one was scrolled to.
         self._draw(keep_scroll=new_id == self.shown_id)
-        self.shown_id = new_id
+        self.shown_id, self.request = new_id, request
 
     @property
     def text(self) -> str:

@@ -3,8 +3,10 @@ requests at once. Each asks the broker itself, so a refusal (a total below one c
 that expired meanwhile, a confirmation that does not match) is shown in the dialog, which stays
 open with nothing decided; it closes with True only once the broker has decided.
 
-Escape or Cancel closes it with False, and nothing is decided. A dialog about one request counts
-down the time it has left and refuses once it is over.
+Escape or Cancel closes it with False, and nothing is decided; so does a refusal because a
+request changed since the dialog showed it (its `seen`, the digests of the facts it showed, no
+longer match), which the screen then shows again. A dialog about one request counts down the time
+it has left and refuses once it is over.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from svc_console.broker import BrokerError
+from svc_console.broker.errors import FactsChanged
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.core.sanitize import inert_line
@@ -104,6 +107,11 @@ class DecidingDialog(ModalScreen[bool]):
         self._busy = True
         try:
             await attempt()
+        except FactsChanged:
+            # Shown facts that no longer hold cannot be decided on: the screen says so and
+            # shows the request again.
+            self.dismiss(False)
+            return
         except BrokerError as exc:
             # A refusal may quote what an agent sent: shown as inert text.
             self.show_error(f"{inert_line(exc.message.rstrip('.'), 300)}. Nothing was decided.")

@@ -21,6 +21,7 @@ from svc_console.broker.decisions import approval_ceiling
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.core.sanitize import inert_line
+from svc_console.core.shown_facts import facts_digest
 from svc_console.tui.approvals.dialog import DecidingDialog, typed_amount
 from svc_console.tui.modals import MAX_REASON, request_summary
 from svc_console.tui.widgets.queue import endpoint_name
@@ -34,6 +35,7 @@ class ForAWhile:
     """What the operator chose: how long, and the total (approve) or the reason (deny)."""
 
     lasting: str
+    seen: str  # the digest of the facts the dialog showed
     total: Decimal | None = None
     confirm: Decimal | None = None
     reason: str | None = None
@@ -56,6 +58,7 @@ class ForAWhileModal(DecidingDialog):
     ) -> None:
         super().__init__(expiring=request, clock=clock)
         self.request, self._decide, self.approve = request, decide, approve
+        self.seen = facts_digest(request)
         self.confirm = confirm if approve else None
         estimate = request.estimate
         self.per_call = approval_ceiling(request, estimate) if estimate is not None else None
@@ -104,7 +107,7 @@ class ForAWhileModal(DecidingDialog):
             choice = self._approval()
         else:
             reason = self.query_one("#reason", Input).value.strip()
-            choice = ForAWhile(self.lasting, reason=reason) if reason else None
+            choice = ForAWhile(self.lasting, self.seen, reason=reason) if reason else None
             if choice is None:
                 self.show_error("A reason is required to deny; nothing was denied.")
         if choice is not None:
@@ -125,4 +128,4 @@ class ForAWhileModal(DecidingDialog):
                 self.show_error(problem)
                 field.focus()
                 return None
-        return ForAWhile(self.lasting, total=total, confirm=self.confirm)
+        return ForAWhile(self.lasting, self.seen, total=total, confirm=self.confirm)

@@ -65,7 +65,8 @@ class SignInScreen(SecretCheckScreen):
         return bool(name) and bool(self.sign_in.verify(name, token))
 
     def wrong(self) -> str:
-        return f"Unknown operator or wrong token ({self.attempts} attempt(s))."
+        waiting = self.waiting(self.sign_in)
+        return f"Unknown operator or wrong token ({self.attempts} attempt(s)).{waiting}"
 
     def refused(self) -> None:
         refused = getattr(self.sign_in, "refused", None)

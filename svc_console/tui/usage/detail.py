@@ -38,6 +38,7 @@ def provider_words(row: UsageRow, name: str | None) -> str:
 def detail_text(row: UsageRow, colours: Palette, provider_name: str | None = None) -> Text:
     what = Text.assemble(
         (inert_line(row.id, 30), "bold"),
+        f" · {inert_line(row.service, 24)}" if row.service is not None else "",
         f" · {iso_instant(row.at)} · ",
         inert_line(row.agent or "-", 30),
         " → ",
@@ -56,8 +57,9 @@ def detail_text(row: UsageRow, colours: Palette, provider_name: str | None = Non
     if row.state == Reconciled.ok:
         why = Text.assemble(("covered", colours.good), f": {charged}; {ledger}")
     else:
-        why = Text.assemble(
-            (f"{state_label(row)}: {row.flag_text}", colours.high), f" · {charged}; {ledger}"
-        )
+        label = state_label(row)
+        if row.version > 1:
+            label += f" (version {row.version})"
+        why = Text.assemble((f"{label}: {row.flag_text}", colours.high), f" · {charged}; {ledger}")
     # One line each, cut at the edge: the reconciliation line must never be pushed out.
     return Text("\n", no_wrap=True, overflow="ellipsis").join([what, why])

@@ -27,9 +27,10 @@ from svc_console.services.usage_export import ExportError, parse_since, parse_un
 from svc_console.tui.bindings import bindings
 
 STATE_CHOICES = (
-    ("flagged", "flagged (either)"),
+    ("flagged", "flagged (any of these)"),
     ("uncovered", "no approval covers it"),
     ("over", "above the approval"),
+    ("conflict", "differs from a charge held"),
     ("ok", "covered by an approval"),
 )
 

@@ -77,7 +77,7 @@ def _command(
 COMMANDS = (
     _command("filters", "f", "filters", "Filters", "Filter by dates, agent, provider, chain, …"),
     _command("period", "p", "next_period", "Period", "All dates, then the last 7, 30, 90 days"),
-    _command("flagged", "x", "toggle_flagged", "Flagged", "Only charges no approval covers"),
+    _command("flagged", "x", "toggle_flagged", "Flagged", "Only flagged charges"),
     _command("clear", "c", "clear_filters", "Clear", "Clear every filter"),
     _command("sync", "s", "sync", "Sync", "Fetch the usage history from the service"),
     _command("export", "e", "export", "Export", "Export what is shown to CSV or JSON"),
@@ -453,7 +453,7 @@ class UsageScreen(Screen[None]):
     def on_background_synced(self, _message: BackgroundSynced) -> None:
         result = getattr(self.source.follower, "last_result", None)
         self._read_follower()
-        if isinstance(result, SyncResult) and (result.inserted or result.updated):
+        if isinstance(result, SyncResult) and (result.inserted or result.conflicts):
             self._reload()  # something new was stored; a sync that stored nothing changes no row
 
     def _read_follower(self) -> None:
@@ -483,7 +483,9 @@ class UsageScreen(Screen[None]):
     def on_synced(self, message: Synced) -> None:
         r = message.result
         self.sync_status = self.sync_status.succeeded(self.now())
-        text = f"{r.inserted:,} new, {r.updated:,} updated, {r.unchanged:,} unchanged"
+        text = f"{r.inserted:,} new, {r.unchanged:,} unchanged"
+        if r.conflicts:
+            text += f"; {r.conflicts:,} differing from a charge held (both kept)"
         if r.flagged:
             text += f"; {r.flagged:,} flagged"
         self.notify(

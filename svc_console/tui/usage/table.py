@@ -50,6 +50,7 @@ STATE_LABELS = {
     "duplicate": "DUPLICATE",
     "no_ceiling": "NO CEILING",
     "above_ceiling": "ABOVE APPROVAL",
+    "conflict": "CONFLICT",
 }
 
 

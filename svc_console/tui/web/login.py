@@ -19,9 +19,10 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from svc_console.config.held_secrets import WEB_TOKEN_FILE
 from svc_console.core.private_files import read_private, write_private
 
-TOKEN_FILE = "web.token"
+TOKEN_FILE = WEB_TOKEN_FILE
 COOKIE = "svc_console_web"
 TOKEN_PREFIX = "svcweb_"
 

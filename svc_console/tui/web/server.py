@@ -56,7 +56,9 @@ class WebConsole(Server):
 
     async def start(self) -> int:
         """Listen; the port listened on (a free one when asked for 0)."""
-        self.runner = web.AppRunner(await self._make_app(), handle_signals=False)
+        # No access log: its lines hold each address whole, the login token of `/?token=` and
+        # `/ws?token=` with it, and reach the console's log file.
+        self.runner = web.AppRunner(await self._make_app(), handle_signals=False, access_log=None)
         await self.runner.setup()
         site = web.TCPSite(self.runner, self.host, self.port)
         await site.start()

@@ -115,11 +115,14 @@ class PagedTable(DataTable[Text]):
 
     def let_go(self, request_ids: Iterable[str]) -> None:
         """The operator is deciding these requests here: when they leave, the cursor stays at
-        the row, on whichever request comes under it."""
+        the row, on whichever request comes under it. One that left already (decided elsewhere,
+        expired) stays lost: its decision is refused, and a dialog still open about it must not
+        find the detail showing the request that took its row."""
         self._let_go.update(request_ids)
-        if self.gone_id in self._let_go:
-            self._let_go.discard(self.gone_id)
-            self.choose()
+
+    def hold(self, request_ids: Iterable[str]) -> None:
+        """The decision on these was not made: their leaving is a lost selection again."""
+        self._let_go.difference_update(request_ids)
 
     def choose(self) -> bool:
         """The operator moved after their selection left the page: the row under the (hidden)

@@ -33,11 +33,14 @@ def start(paths, make_runtime, keep_started) -> Callable[..., Awaitable[Runtime]
     return lambda **options: keep_started(make_runtime(**options))
 
 
-async def settled(runtime: Runtime, agent: str = "bot", query: str = "solar", **other) -> object:
+async def settled(
+    runtime: Runtime, agent: str = "bot", query: str = "solar", verified: bool = True, **other
+) -> object:
     """Submit as registered `agent` (a grant is for one agent: every unverified one counts as
-    one) and wait until the request no longer moves without the operator."""
+    one), or as an agent that only gives that name, and wait until the request no longer moves
+    without the operator."""
     params = {**SEARCH, "inputs": {"query": query}, **other}
-    token = agent_token(runtime.paths, agent)
+    token = agent_token(runtime.paths, agent) if verified else None
     async with AsyncAgent(agent, runtime.paths.socket, token=token) as client:
         ticket = await client.submit(**params)
     return await eventually(
@@ -75,6 +78,19 @@ async def test_a_grant_approves_calls_like_the_one_approved_up_to_its_total(star
     # Another agent, or another endpoint, is not covered.
     assert (await settled(runtime, agent="other-bot")).state == State.pending
     assert (await settled(runtime, **FX)).state == State.pending
+
+
+async def test_a_grant_made_for_an_unverified_agent_is_for_every_unverified_one(start):
+    runtime = await start()
+    first = await settled(runtime, agent="made-up-1", query="first", verified=False)
+    await runtime.broker.approve(
+        ApproveParams(request_id=first.id, grant_for="1h", grant_total=Decimal("1"))
+    )
+    assert grants.get(runtime.ledger, 1).agent == "(unverified)"
+    other = await settled(runtime, agent="made-up-2", query="q1", verified=False)
+    assert other.state == State.succeeded and other.decision.by == "grant 1"
+    # A registered agent has grants of its own only.
+    assert (await settled(runtime, query="q2")).state == State.pending
 
 
 async def test_a_grant_expires_and_stops_approving(start):

@@ -88,12 +88,13 @@ def seed_in_flight(
 SEARCH = {"endpoint_id": "ep_websearch_basic", "inputs": {"query": "solar prices"}}
 
 
-async def submit(runtime, agent_name="bot", **overrides):
-    """Submit a web search as the named agent over the runtime's socket, as an agent would."""
+async def submit(runtime, agent_name="bot", token=None, **overrides):
+    """Submit a web search as the named agent over the runtime's socket, as an agent would (with
+    `token`: one that proves its name)."""
     from svc_console.agent import AsyncAgent
 
     params = {**SEARCH, "purpose": "background research", **overrides}
-    async with AsyncAgent(agent_name, runtime.paths.socket) as agent:
+    async with AsyncAgent(agent_name, runtime.paths.socket, token=token) as agent:
         return await agent.submit(**params)
 
 

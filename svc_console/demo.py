@@ -15,6 +15,10 @@ QR code and the single retry; a paid call the service then bills at three times 
 
 `TRAFFIC` holds them all while the operator reads (the approvals screen's pause key in the demo):
 each waits there before its next submission, and none is lost or hurried after.
+
+Each is a registered agent with a token of its own (`enrol`), as agents should be: the tour shows
+verified identities, and the policy's per-agent budgets and brakes count each apart (agents that
+prove no name all count as one, `(unverified)`).
 """
 
 from __future__ import annotations
@@ -22,14 +26,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from svc_console.agent import AgentError, AsyncAgent
-from svc_console.core.private_files import ensure_private_dir
+from svc_console.core.private_files import ensure_private_dir, read_private, write_private
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +167,10 @@ research-bot's, within a daily budget of its own, and watch-bot's. watch-bot is 
 asking for the same search every few seconds; after three identical calls in ten minutes, the next
 one waits for the operator, flagged as a repeated call.
 
+The demo's agents are registered, each with its token, so the rules below that name them apply to
+them alone. An agent that proves no name matches no rule written for a named agent, and every such
+agent counts as one, `(unverified)`, against the per-agent budget.
+
 ```policy
 auto_approve:
   - name: research-bot's small searches
@@ -237,6 +245,43 @@ def write_policy(folder: Path) -> Path:
     return path
 
 
+TOKENS_FILE = "demo-agents.json"
+
+
+def enrol(registry_path: Path, folder: Path, agents: Iterable[str]) -> dict[str, str]:
+    """The token of each of `agents`, registered the first time a demo runs and kept (owner-only)
+    in `folder` for the demos after. A name the registry holds otherwise (an agent of yours
+    named so, or one you revoked) is left as it is: that agent sits the demo out."""
+    import json
+
+    from svc_console.config.agent_registry import AgentRegistry, RegistryError
+
+    path = folder / TOKENS_FILE
+    try:
+        kept: dict[str, str] = json.loads(read_private(path))
+    except FileNotFoundError:
+        kept = {}
+    except ValueError:
+        kept = {}  # unreadable: the agents are enrolled again where they can be
+    registry = AgentRegistry(registry_path)
+    tokens = {}
+    for name in agents:
+        token = kept.get(name)
+        if token is not None and registry.authenticate(name, token) is not None:
+            tokens[name] = token
+            continue
+        if registry.get(name) is not None:
+            log.warning("agent %s is registered, not by the demo: it sits the demo out", name)
+            continue
+        try:
+            tokens[name] = registry.add(name)
+        except RegistryError as exc:
+            log.warning("agent %s sits the demo out: %s", name, exc)
+    if tokens != kept:
+        write_private(path, json.dumps(tokens, indent=2))
+    return tokens
+
+
 async def run_persona(
     persona: Persona,
     socket_path: Path,
@@ -245,13 +290,14 @@ async def run_persona(
     max_open: int = 4,
     seed: int | None = None,
     traffic: Traffic = TRAFFIC,
+    token: str | None = None,
 ) -> None:
     """Submit a request now and then (every `interval_s`, by default the persona's); wait for
-    each outcome in the background, as agents do."""
+    each outcome in the background, as agents do. `token`: the agent's, to prove its name."""
     rng = random.Random(seed)
     interval_s = interval_s or persona.interval_s
     open_requests: set[asyncio.Task[None]] = set()
-    async with AsyncAgent(persona.name, socket_path) as agent:
+    async with AsyncAgent(persona.name, socket_path, token=token) as agent:
 
         async def follow(request_id: str) -> None:
             request = await agent.wait_for_outcome(request_id)
@@ -285,9 +331,11 @@ async def run_mcp_agent(
     *,
     interval_s: tuple[float, float] = (8.0, 15.0),
     traffic: Traffic = TRAFFIC,
+    token: str | None = None,
 ) -> None:
-    """An agent of an MCP host: it launches the bridge, looks the market up with a free tool,
-    then calls a paid API now and then; each call waits for the operator."""
+    """An agent of an MCP host: it launches the bridge (with the agent's `token`, as a host
+    would), looks the market up with a free tool, then calls a paid API now and then; each call
+    waits for the operator."""
     import os
     import sys
 
@@ -295,6 +343,8 @@ async def run_mcp_agent(
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     env = {"SVC_CONSOLE_SOCKET": str(socket_path)}
+    if token is not None:
+        env["SVC_AGENT_TOKEN"] = token
     if "SVC_CONSOLE_HOME" in os.environ:
         env["SVC_CONSOLE_HOME"] = os.environ["SVC_CONSOLE_HOME"]
     params = StdioServerParameters(
@@ -324,8 +374,19 @@ async def run_mcp_agent(
                 log.info("%s: call ended, error=%s", MCP_AGENT, result.is_error)
 
 
-async def run_agents(socket_path: Path, traffic: Traffic = TRAFFIC) -> None:
-    await asyncio.gather(
-        *(run_persona(p, socket_path, traffic=traffic) for p in PERSONAS),
-        run_mcp_agent(socket_path, traffic=traffic),
-    )
+async def run_agents(socket_path: Path, traffic: Traffic = TRAFFIC, paths: Any = None) -> None:
+    """Every simulated agent, each registered with its token (`enrol`); `paths`: the home's
+    (`config.paths.Paths`), by default the environment's."""
+    if paths is None:
+        from svc_console.config.paths import resolve_paths
+
+        paths = resolve_paths()
+    tokens = enrol(paths.agent_registry, paths.sandbox, [*(p.name for p in PERSONAS), MCP_AGENT])
+    agents = [
+        run_persona(p, socket_path, traffic=traffic, token=tokens[p.name])
+        for p in PERSONAS
+        if p.name in tokens
+    ]
+    if MCP_AGENT in tokens:
+        agents.append(run_mcp_agent(socket_path, traffic=traffic, token=tokens[MCP_AGENT]))
+    await asyncio.gather(*agents)

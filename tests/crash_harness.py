@@ -282,6 +282,15 @@ class Broker:
         self.ledger = home / "ledger.db"
         self.pid: int | None = None
         self._log_seen = 0
+        self._tokens: dict[str, str] = {}
+
+    def token(self, agent: str) -> str:
+        """The token of `agent`, registered in this home the first time it is asked for."""
+        if agent not in self._tokens:
+            from svc_console.config.agent_registry import AgentRegistry
+
+            self._tokens[agent] = AgentRegistry(self.home / "agents.json").add(agent)
+        return self._tokens[agent]
 
     def start(self) -> None:
         close_readers()
@@ -607,10 +616,11 @@ def _plan(number: int, target: str, rng: random.Random) -> list[Planned]:
     return planned
 
 
-def _submit_all(socket_path: Path, agent: str, planned: list[Any]) -> list[str]:
-    """Submit the agent's planned requests on one connection; their ids, in order."""
+def _submit_all(socket_path: Path, agent: str, token: str, planned: list[Any]) -> list[str]:
+    """Submit the agent's planned requests on one connection, as the registered agent its
+    `token` proves (the policy's rule names it); their ids, in order."""
     with Line(socket_path) as line:
-        line.call("console.hello", {"agent": agent})
+        line.call("console.hello", {"agent": agent, "token": token})
         ids = line.send([("spend.submit", _submit_params(p)) for p in planned])
         return [line.result(call_id)["request_id"] for call_id in ids]
 
@@ -665,8 +675,11 @@ class Run:
             planned = [p for p in self.planned if p.agent == agent]
             if not planned:
                 continue
+            token = self.broker.token(agent)
             submitted = as_agent_process(
-                lambda agent=agent, planned=planned: _submit_all(self.broker.socket, agent, planned)
+                lambda agent=agent, token=token, planned=planned: _submit_all(
+                    self.broker.socket, agent, token, planned
+                )
             )
             for p, request_id in zip(planned, submitted, strict=True):
                 p.request_id = request_id
@@ -805,8 +818,11 @@ class Run:
             planned = [p for p in self.planned if p.agent == agent]
             if not planned:
                 continue
+            token = broker.token(agent)
             submitted = as_agent_process(
-                lambda agent=agent, planned=planned: _submit_all(broker.socket, agent, planned)
+                lambda agent=agent, token=token, planned=planned: _submit_all(
+                    broker.socket, agent, token, planned
+                )
             )
             for p, again in zip(planned, submitted, strict=True):
                 if again != p.request_id:
@@ -840,7 +856,7 @@ class Run:
             return
         broker = self.broker
         with Line(broker.socket) as agent, Line(broker.operator_socket) as operator:
-            agent.call("console.hello", {"agent": ASK})
+            agent.call("console.hello", {"agent": ASK, "token": broker.token(ASK)})
             operator.call("console.hello", {})
             quick = agent.call("spend.wait", {"request_id": pending[0], "timeout_s": 0.01})
             if quick["state"] != "pending":
@@ -1016,7 +1032,8 @@ def run_all(
         rng = random.Random(seed)
         home = root / "console"
         home.mkdir(mode=0o700)
-        # The harness's agents run as its own user, by name: open enrolment, as in the sandbox.
+        # The harness's agents run as its own user (registered, with their tokens): open
+        # enrolment accepts that, as in the sandbox.
         (home / "settings.toml").write_text('[agents]\nenrolment = "open"\n')
         # So its operator's decisions need a credential: the passphrase, sent with each one.
         from svc_console.config.operator_passphrase import OperatorPassphrase

@@ -88,13 +88,29 @@ def seed_in_flight(
 SEARCH = {"endpoint_id": "ep_websearch_basic", "inputs": {"query": "solar prices"}}
 
 
-async def submit(runtime, agent_name="bot", **overrides):
-    """Submit a web search as the named agent over the runtime's socket, as an agent would."""
+async def submit(runtime, agent_name="bot", token=None, **overrides):
+    """Submit a web search as the named agent over the runtime's socket, as an agent would (with
+    `token`: one that proves its name)."""
     from svc_console.agent import AsyncAgent
 
     params = {**SEARCH, "purpose": "background research", **overrides}
-    async with AsyncAgent(agent_name, runtime.paths.socket) as agent:
+    async with AsyncAgent(agent_name, runtime.paths.socket, token=token) as agent:
         return await agent.submit(**params)
+
+
+_TOKENS: dict[tuple[str, str], str] = {}
+
+
+def agent_token(paths, name: str) -> str:
+    """The token of agent `name`, registered in the home's registry the first time it is asked
+    for: an agent that proves its name, as per-agent limits count only such (an unverified one
+    counts as `(unverified)`)."""
+    from svc_console.config.agent_registry import AgentRegistry
+
+    key = (str(paths.agent_registry), name)
+    if key not in _TOKENS:
+        _TOKENS[key] = AgentRegistry(paths.agent_registry).add(name)
+    return _TOKENS[key]
 
 
 def operator(runtime):

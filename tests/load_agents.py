@@ -1,10 +1,11 @@
 """The load of `test_load.py`: N agents on the approval socket at once, in a process of their own.
 
-    python tests/load_agents.py --socket PATH --agents 200 --seconds 60
+    python tests/load_agents.py --socket PATH --agents 200 --seconds 60 [--tokens FILE]
 
 Each agent has its own connection and asks as a real agent does: submit a request (its own
 idempotency key), wait on it by id until it is final, then the next, until the time is up; then it
-waits for the last one. The socket is spoken by hand (not through `svc_console.agent`) so that
+waits for the last one; with `--tokens` (a JSON object of name: token) each proves its name. The
+socket is spoken by hand (not through `svc_console.agent`) so that
 every reply can be counted: each call must be answered exactly once.
 
 Prints `ready` once every agent is connected, starts on a line on stdin, and prints one JSON line
@@ -21,6 +22,7 @@ import json
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 FINAL = frozenset({"rejected", "denied", "succeeded", "failed", "expired", "cancelled", "unknown"})
@@ -28,8 +30,8 @@ WAIT_S = 30.0
 
 
 class Connection:
-    def __init__(self, name: str):
-        self.name = name
+    def __init__(self, name: str, token: str | None = None):
+        self.name, self.token = name, token
         self.ids = itertools.count(1)
         self.waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.answers: Counter[int] = Counter()
@@ -37,7 +39,8 @@ class Connection:
     async def open(self, path: str) -> None:
         self.reader, self.writer = await asyncio.open_unix_connection(path, limit=1 << 24)
         self.listening = asyncio.create_task(self._listen())
-        await self.call("console.hello", {"agent": self.name})
+        hello = {"agent": self.name, **({"token": self.token} if self.token else {})}
+        await self.call("console.hello", hello)
 
     async def _listen(self) -> None:
         while line := await self.reader.readline():
@@ -103,7 +106,9 @@ async def agent(
 
 
 async def main(args: argparse.Namespace) -> None:
-    connections = [Connection(f"load-{n:03d}") for n in range(args.agents)]
+    tokens = json.loads(Path(args.tokens).read_text()) if args.tokens else {}
+    names = [f"load-{n:03d}" for n in range(args.agents)]
+    connections = [Connection(name, tokens.get(name)) for name in names]
     await asyncio.gather(*(c.open(args.socket) for c in connections))
     print("ready", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
@@ -133,4 +138,5 @@ if __name__ == "__main__":
     parser.add_argument("--socket", required=True)
     parser.add_argument("--agents", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--tokens", help="a JSON file of the agents' tokens, by name")
     asyncio.run(main(parser.parse_args()))

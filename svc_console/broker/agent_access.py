@@ -5,7 +5,9 @@ A connection is admitted by its peer uid (the kernel's word, SO_PEERCRED): the c
 agent. It is then bound to an identity: a registered agent proves its name with its token, or by
 running as the uid registered for it; an unregistered name is accepted only in open enrolment,
 and stays flagged as unverified. Nothing an agent says about itself is taken on trust: a
-registered name without its token is refused in every mode.
+registered name without its token is refused in every mode, and so are, to an unverified agent, a
+revoked agent's name (until released) and any name that looks like one the registry holds. Names
+are compared in their canonical form (`core/names.py`), made here, once per connection.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from svc_console.broker import errors
 from svc_console.broker.deciders import Peer
 from svc_console.config.agent_registry import AgentRegistry
 from svc_console.config.agents import AgentSettings
+from svc_console.core import names
 
 APART = (
     "run agents as another user and open the agents' socket to them with [agents] group or"
@@ -106,6 +109,13 @@ class AgentAccess:
     def bind(self, peer: Peer | None, name: str | None, token: str | None) -> Identity | None:
         """The identity a connection speaks as, from `console.hello` (or a first submit): None
         while it has named no one and no registered uid names it."""
+        if name is not None:
+            try:
+                name = names.canonical(name)
+            except ValueError:
+                raise errors.InvalidParams(
+                    f"agent name {name[:64]!r} {names.AGENT_NAME_RULE}"
+                ) from None
         if token is not None:
             agent = self.registry.authenticate(name, token)
             if agent is None:
@@ -132,15 +142,25 @@ class AgentAccess:
                 f"agent {name} is not registered and enrolment is strict: the operator registers"
                 f" it with svc-console agents add {name}"
             )
+        held = self.registry.holder(name)
+        if held == name:
+            raise errors.NotAuthorised(
+                f"agent {name} was revoked: its name stays reserved until the operator releases"
+                f" it (svc-console agents release {name})"
+            )
+        if held is not None:
+            raise errors.NotAuthorised(
+                f"agent name {name} looks like registered agent {held}: choose another name"
+            )
         return Identity(name, verified=False)
 
     def still_valid(self, identity: Identity) -> bool:
         """Whether a connection's identity still holds: a verified one whose agent was revoked,
         or whose token was rotated, since it said hello no longer speaks for it; an unverified
-        name stops being usable once an agent of that name is registered."""
-        registered = self.registry.get(identity.name)
+        name stops being usable once the registry holds it, or one it looks like."""
         if not identity.verified:
-            return registered is None or not registered.active
+            return self.registry.holder(identity.name) is None
+        registered = self.registry.get(identity.name)
         if registered is None or not registered.active:
             return False
         return identity.token_sha256 in (None, registered.token_sha256)

@@ -101,7 +101,7 @@ class OperatorGrants:
         per_call = to_atomic(decision.ceiling_usdc) if decision.ceiling_usdc is not None else 0
         row = grants.make(
             self.ledger,
-            agent=request.agent,
+            agent=facts.agent,  # as the policy reads it: a grant to one unverified agent is to all
             kind=str(request.kind),
             target=facts.endpoint or "",
             effect="approve" if decision.approved else "deny",
@@ -113,7 +113,7 @@ class OperatorGrants:
             at=now,
         )
         self.book.add(to_grant(row))
-        log.info("grant %s made by %s for agent %s", row.id, decider.by, request.agent)
+        log.info("grant %s made by %s for agent %s", row.id, decider.by, facts.agent)
         return row
 
     def in_force(self) -> list[GrantRow]:

@@ -17,12 +17,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from svc_console.broker import errors, two_person
 from svc_console.broker.deciders import Decider
 from svc_console.broker.params import Credentials
 from svc_console.config.operator_accounts import AccountsError
+from svc_console.core import names
 
 PROPOSED, ADDED = "operator_proposed", "operator_added"
 PROPOSAL_LIFETIME_S = 86_400.0
@@ -32,6 +33,12 @@ class AddParams(Credentials):
     """`operators.add`: the new operator's name, and who asks (an account's name and token)."""
 
     name: str = Field(min_length=1, max_length=64)
+
+    @field_validator("name")
+    @classmethod
+    def _one_form(cls, value: str) -> str:
+        # So that `Bob` seconds the proposal to add `bob` (core/names.py).
+        return names.canonical(value)
 
 
 class OperatorAdditions:

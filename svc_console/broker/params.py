@@ -4,9 +4,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from svc_console.core import names
 from svc_console.core.models import Kind
 from svc_console.core.money import PlainUsdc, Usdc
-from svc_console.core.names import AGENT_NAME, AGENT_NAME_RULE
 from svc_console.core.shown_facts import DIGEST
 from svc_console.core.states import State
 
@@ -37,9 +37,8 @@ class SubmitParams(Params):
     @field_validator("agent")
     @classmethod
     def _agent_name(cls, value: str | None) -> str | None:
-        if value is not None and not AGENT_NAME.match(value):
-            raise ValueError(AGENT_NAME_RULE)
-        return value
+        # In the form the connection's identity was bound in (core/names.py).
+        return names.canonical(value) if value is not None else None
 
     @model_validator(mode="after")
     def _target(self) -> "SubmitParams":

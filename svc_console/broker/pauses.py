@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from svc_console.broker import errors
 from svc_console.broker.deciders import Decider, refuse_own_request
+from svc_console.core import names
 from svc_console.ledger import Ledger, pauses
 from svc_console.ledger.pauses import Pause
 from svc_console.policy import PolicyEngine
@@ -40,6 +41,7 @@ class AgentPauses:
 
     def resume(self, agent: str, decider: Decider) -> Pause:
         """Resume a paused agent, or raise why not (it is not paused; the decider is the agent)."""
+        agent = names.fold(agent)  # as pauses are kept: `Research-Bot` is research-bot
         latest = self.ledger.latest_of(agent)
         if latest is not None:
             try:

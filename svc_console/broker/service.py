@@ -30,6 +30,7 @@ from svc_console.broker.pauses import AgentPauses
 from svc_console.core import states
 from svc_console.core.models import SpendRequest, Submitter
 from svc_console.core.money import format_usdc
+from svc_console.core.same_inputs import comparable
 from svc_console.core.states import CANCELLABLE, FINAL, IllegalTransition, State
 from svc_console.core.tasks import cancel_and_wait
 from svc_console.ledger import Ledger, group_commit
@@ -47,8 +48,19 @@ _IDENTIFYING = ("kind", "endpoint_id", "dataset_id", "inputs", "purpose", "max_u
 
 
 def _same_request(existing: SpendRequest, params: SubmitParams) -> None:
-    """Refuse a reused idempotency key whose parameters differ, naming the fields that do."""
-    differing = [f for f in _IDENTIFYING if getattr(existing, f) != getattr(params, f)]
+    """Refuse a reused idempotency key whose parameters differ, naming the fields that do. The
+    inputs compare as the service will see them (`core/same_inputs.py`), against the schema of
+    the endpoint the first request was inspected with (none yet: no defaults, no case)."""
+    schema = existing.endpoint.inputs if existing.endpoint is not None else None
+    differing = [
+        f
+        for f in _IDENTIFYING
+        if (
+            comparable(existing.inputs, schema) != comparable(params.inputs, schema)
+            if f == "inputs"
+            else getattr(existing, f) != getattr(params, f)
+        )
+    ]
     if differing:
         raise errors.IdempotencyConflict(
             f"idempotency key {params.idempotency_key} was used for request {existing.id} with"

@@ -28,6 +28,7 @@ from decimal import Decimal
 
 from svc_console.broker import errors
 from svc_console.broker.deciders import Decider
+from svc_console.core import names
 from svc_console.core.models import Evidence, SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.states import State
@@ -76,7 +77,9 @@ def approved_by(
         same = approval.get("expires_at") == request.expires_at
         same = same and approval.get("ceiling_usdc") == str(ceiling)
         if same and not removed(approval["operator"]):
-            found.setdefault(approval["operator"], Evidence.model_validate(approval["evidence"]))
+            # In the one form names compare in (a first approval recorded before there was one).
+            who = names.fold(approval["operator"])
+            found.setdefault(who, Evidence.model_validate(approval["evidence"]))
     return found
 
 
@@ -107,7 +110,8 @@ def second_needed(
             " TUI, settings.toml [operator] name);"
             " nothing was decided"
         )
-    if registrant(request.agent) == who:
+    registered_by = registrant(request.agent)
+    if registered_by is not None and names.fold(registered_by) == who:
         reason = f"operator {who} registered agent {request.agent}"
         refuse(reason)
         raise errors.SecondOperatorRequired(

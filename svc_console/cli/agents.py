@@ -1,6 +1,9 @@
-"""`svc-console agents add / list / rotate / revoke`: agents as identities, not names; and
-`agents paused / resume`: the agents a policy's circuit breaker paused, asked of the running
+"""`svc-console agents add / list / rotate / revoke / release`: agents as identities, not names;
+and `agents paused / resume`: the agents a policy's circuit breaker paused, asked of the running
 console.
+
+Names are kept in one form (`core/names.py`): `agents add Research-Bot` registers research-bot. A
+revoked agent's name stays reserved (no unverified agent may take it) until `release` frees it.
 
 The registry is a file the running console reads again when it changes; after a revocation the
 command also asks a running console (over the operator socket) to cancel what the agent left
@@ -41,6 +44,11 @@ def add_commands(commands: Any) -> None:
     revoke = agents.add_parser("revoke", help="end an agent's identity; its pending requests end")
     revoke.add_argument("name")
     revoke.set_defaults(run=run_revoke)
+    release = agents.add_parser(
+        "release", help="free a revoked agent's name: until then no one else may use it"
+    )
+    release.add_argument("name")
+    release.set_defaults(run=run_release)
     paused = agents.add_parser("paused", help="the agents the circuit breaker paused, and why")
     paused.add_argument("--json", action="store_true")
     paused.set_defaults(run=run_paused)
@@ -66,6 +74,13 @@ def _changing(change: Any) -> Any:
         raise CommandError(str(exc), EXIT_USAGE) from None
 
 
+def _name(text: str) -> str:
+    """The name as the registry keeps it, or a usage error saying what a name may be."""
+    from svc_console.config.agent_registry import canonical_name
+
+    return str(_changing(lambda _registry: canonical_name(text)))
+
+
 def _print_token(name: str, token: str) -> None:
     print(token)
     print(
@@ -83,27 +98,40 @@ def run_add(args: argparse.Namespace) -> int:
         )
     from svc_console.cli.operators import proven_operator
 
+    name = _name(args.name)
     # Recorded: under a two-person rule, the one who registered an agent never approves for it.
-    by = proven_operator(args, f"registering agent {args.name}")
-    token = _changing(lambda registry: registry.add(args.name, args.uid, registered_by=by))
-    _print_token(args.name, token)
+    by = proven_operator(args, f"registering agent {name}")
+    token = _changing(lambda registry: registry.add(name, args.uid, registered_by=by))
+    _print_token(name, token)
     return 0
 
 
 def run_rotate(args: argparse.Namespace) -> int:
-    token = _changing(lambda registry: registry.rotate(args.name))
-    _print_token(args.name, token)
+    name = _name(args.name)
+    token = _changing(lambda registry: registry.rotate(name))
+    _print_token(name, token)
     return 0
 
 
 def run_revoke(args: argparse.Namespace) -> int:
-    _changing(lambda registry: registry.revoke(args.name))
-    print(f"agent {args.name} revoked: its token no longer works")
+    name = _name(args.name)
+    _changing(lambda registry: registry.revoke(name))
+    print(
+        f"agent {name} revoked: its token no longer works; its name stays reserved until"
+        f" svc-console agents release {name}"
+    )
     cancelled = _cancel_in_running_console()
     if cancelled is None:
         print("the console is not running: it cancels the agent's pending requests at start")
     else:
         print(f"{cancelled} pending request(s) cancelled")
+    return 0
+
+
+def run_release(args: argparse.Namespace) -> int:
+    name = _name(args.name)
+    _changing(lambda registry: registry.release(name))
+    print(f"agent {name} released: the name is free (an agent may use it, or you may add it)")
     return 0
 
 

@@ -162,7 +162,7 @@ def run_demo(args: argparse.Namespace) -> int:
         from svc_console.demo import prepare, run_agents
 
         await prepare(*runtime.service_address())
-        await run_agents(runtime.paths.socket)
+        await run_agents(runtime.paths.socket, paths=runtime.paths)
 
     return run_tui(args, after_start=start_agents)
 

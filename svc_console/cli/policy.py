@@ -41,7 +41,7 @@ _REQUEST_EXTRAS = frozenset(
     }
 )
 _REQUEST_KEYS = frozenset(
-    {"agent", "kind", "endpoint_id", "dataset_id", "inputs", "max_usdc"}
+    {"agent", "agent_verified", "kind", "endpoint_id", "dataset_id", "inputs", "max_usdc"}
     | {"endpoint", "estimate", "dataset"}
 )
 
@@ -164,6 +164,8 @@ def request_facts(data: Any) -> tuple[Any, str | None]:
         request = SpendRequest(
             id="req_explain",
             agent=str(data.get("agent", "cli")),
+            # The agent named, as having proved its name; false: as any unverified agent.
+            agent_verified=data.get("agent_verified", True),
             kind=Kind(data.get("kind", "market_call")),
             endpoint_id=data.get("endpoint_id") or (endpoint.id if endpoint else None),
             dataset_id=data.get("dataset_id"),

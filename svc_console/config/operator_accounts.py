@@ -12,6 +12,9 @@ with the same hash.
 
 Once any account exists, decisions over the operator socket need an account's token and the
 operator passphrase no longer applies there.
+
+Names are kept and looked up in their canonical form (`core/names.py`), so `Alice` and `alice` are
+one operator; a name that looks like another account's (`a1ice`) is refused.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from svc_console.config import named_records, slow_hash
-from svc_console.core.names import AGENT_NAME, AGENT_NAME_RULE
+from svc_console.core import names
 from svc_console.core.private_files import read_private
 
 TOKEN_PREFIX = "svcop_"
@@ -58,7 +61,10 @@ class Account:
     @property
     def creators(self) -> frozenset[str]:
         """Who created this account: who added it, and who seconded that."""
-        return frozenset(name for name in (self.added_by, self.seconded_by) if name is not None)
+        # Folded: a file written before names had one form.
+        return frozenset(
+            names.fold(name) for name in (self.added_by, self.seconded_by) if name is not None
+        )
 
 
 class OperatorAccounts:
@@ -78,7 +84,7 @@ class OperatorAccounts:
         """Whether `name` had an account that was removed since (an unreadable file: as if so,
         failing closed)."""
         try:
-            account = self._read().get(name)
+            account = self._read().get(names.fold(name))
         except AccountsError:
             return True
         return account is not None and not account.active
@@ -86,7 +92,7 @@ class OperatorAccounts:
     def authenticate(self, name: str, token: str) -> Account | None:
         """The active account `name` whose token `token` is; None for an unknown name or a
         wrong token alike. Slow by design (a scrypt): call it off the event loop."""
-        account = self._read().get(name)
+        account = self._read().get(names.fold(name))
         if account is None or not account.active:
             # The same work as a real check, so that the time taken says nothing of the name.
             slow_hash.matches(_decoy(), token)
@@ -110,23 +116,36 @@ class OperatorAccounts:
             raise AccountsError(
                 f"{self.path} is not a valid operator accounts file: {exc}"
             ) from None
-        return {
-            name: Account(name=name, **fields) for name, fields in data.get("operators", {}).items()
-        }
+        accounts: dict[str, Account] = {}
+        for written, fields in data.get("operators", {}).items():
+            # A file written before names had one form: each name read in it.
+            name = names.fold(written)
+            if name in accounts:
+                raise AccountsError(f"{self.path} holds operator {name} twice: keep one")
+            accounts[name] = Account(name=name, **fields)
+        return accounts
 
     # -- changing -------------------------------------------------------------------------------
 
     def add(self, name: str, added_by: str | None = None, seconded_by: str | None = None) -> str:
         """Add `name` (again, if it was removed) and return its token, the only time it is
         ever shown. `added_by` and `seconded_by` are kept: who created it (`creators`)."""
-        if not AGENT_NAME.match(name):
-            raise AccountsError(f"operator name {name[:64]!r} {AGENT_NAME_RULE}")
+        name = canonical_name(name)
+        added_by, seconded_by = (
+            names.fold(who) if who is not None else None for who in (added_by, seconded_by)
+        )
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         hashed = slow_hash.encode(token)
         with self._changing() as accounts:
             existing = accounts.get(name)
             if existing is not None and existing.active:
                 raise AccountsError(f"operator {name} already has an account")
+            alike = next((held for held in accounts if names.look_alike(held, name)), None)
+            if alike is not None:
+                raise AccountsError(
+                    f"operator name {name} looks like operator {alike} (Unicode confusables):"
+                    " choose another name"
+                )
             accounts[name] = Account(
                 name, hashed, time.time(), added_by=added_by, seconded_by=seconded_by
             )
@@ -135,6 +154,7 @@ class OperatorAccounts:
     def remove(self, name: str) -> Account:
         """End `name`'s account: its token stops working at once, in a running console too.
         The record stays, so the decisions it made still name someone this file knows."""
+        name = names.fold(name)
         with self._changing() as accounts:
             account = accounts.get(name)
             if account is None or not account.active:
@@ -147,6 +167,7 @@ class OperatorAccounts:
         Slack user decides as one operator only."""
         if not SLACK_USER.match(user):
             raise AccountsError(f"Slack user id {user[:64]!r} {SLACK_USER_RULE}")
+        name = names.fold(name)
         with self._changing() as accounts:
             account = accounts.get(name)
             if account is None or not account.active:
@@ -181,10 +202,11 @@ class PinnedAccounts:
     def creators(self, name: str) -> frozenset[str]:
         """Who created the account `name` as the console pinned it; nobody for a name that is
         no pinned account (the TUI's own operator without accounts)."""
-        pinned = self._pinned.get(name)
+        pinned = self._pinned.get(names.fold(name))
         return pinned.creators if pinned is not None else frozenset()
 
     def authenticate(self, name: str, token: str) -> Account | None:
+        name = names.fold(name)
         pinned = self._pinned.get(name)
         if pinned is None:
             slow_hash.matches(_decoy(), token)
@@ -216,6 +238,14 @@ class PinnedAccounts:
 
 def _linked(accounts: Iterable[Account], user: str) -> Account | None:
     return next((a for a in accounts if a.active and a.slack_user == user), None)
+
+
+def canonical_name(name: str) -> str:
+    """`name` as accounts keep it; AccountsError when it is no name."""
+    try:
+        return names.canonical(name)
+    except ValueError:
+        raise AccountsError(f"operator name {name[:64]!r} {names.AGENT_NAME_RULE}") from None
 
 
 def _matches(account: Account, token: str, path: Path) -> bool:

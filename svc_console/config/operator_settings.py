@@ -14,7 +14,7 @@ from pathlib import Path
 
 from svc_console.config.errors import SettingsError
 from svc_console.config.settings_file import read_settings
-from svc_console.core.names import AGENT_NAME, AGENT_NAME_RULE
+from svc_console.core import names
 
 
 def console_operator(path: Path) -> str | None:
@@ -26,6 +26,13 @@ def console_operator(path: Path) -> str | None:
     if unknown:
         raise SettingsError(f"{path}: [operator] takes only name; unknown: {', '.join(unknown)}")
     name = table.get("name")
-    if name is not None and (not isinstance(name, str) or not AGENT_NAME.match(name)):
-        raise SettingsError(f"{path}: [operator] name {AGENT_NAME_RULE}")
-    return name
+    if name is None:
+        return None
+    wrong = SettingsError(f"{path}: [operator] name {names.AGENT_NAME_RULE}")
+    if not isinstance(name, str):
+        raise wrong
+    try:
+        # In the one form operator names are compared in: `Alice` here is account `alice`.
+        return names.canonical(name)
+    except ValueError:
+        raise wrong from None

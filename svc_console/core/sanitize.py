@@ -26,11 +26,10 @@ _INVISIBLE = [
     (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
 ]  # fmt: skip
 _NAMED = {0x1B: "ESC", 0x07: "BEL", 0x08: "BS", 0x0D: "CR", 0x7F: "DEL", 0x9B: "CSI", 0x9D: "OSC"}
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f"
-    + "".join(f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high in _INVISIBLE)
-    + "]"
-)
+_RANGES = "".join(f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high in _INVISIBLE)
+# The invisible characters alone: text that differs only by them reads the same.
+INVISIBLE = re.compile(f"[{_RANGES}]")
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + _RANGES + "]")
 _UNSAFE_LINE = re.compile(_UNSAFE.pattern[:-1] + "\n\t]")
 
 DEFAULT_LIMIT = 2000

@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from svc_console.core.buckets import Bucket, Change, buckets_for, slot_of
+from svc_console.core.names import counted_as
 from svc_console.ledger import rows
 from svc_console.ledger.engine import Database
 
@@ -47,12 +48,13 @@ def reserve(
 ) -> Change:
     """Reserve `amount` (atomic USDC) for an approved request in its buckets (and, approved by an
     auto-approve `rule`, in that rule's)."""
-    agent, provider, domain_type = db.execute(
-        "SELECT agent, provider, json_extract(endpoint, '$.domain_type') FROM requests"
-        " WHERE id = ?",
+    agent, verified, provider, domain_type = db.execute(
+        "SELECT agent, agent_verified, provider, json_extract(endpoint, '$.domain_type')"
+        " FROM requests WHERE id = ?",
         [request_id],
     ).fetchone()
-    buckets = buckets_for(agent, provider, domain_type, rule)
+    # Every unverified agent spends from one budget, as the policy reads it (policy/facts.py).
+    buckets = buckets_for(counted_as(agent, bool(verified)), provider, domain_type, rule)
     slot = slot_of(at)
     rows.insert(
         db,

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from svc_console.core.models import Evidence
+from svc_console.core.names import counted_as
 from svc_console.ledger import rows
 from svc_console.ledger.store import Ledger
 
@@ -83,27 +84,41 @@ RESUMED = "resumed"  # an outcome row that is an operator's resume
 
 
 def recent_requests(ledger: Ledger, since: float) -> Iterator[tuple]:
-    """(id, created_at, agent, kind, provider, endpoint, inputs, denied) of the requests that
-    reached the policy since `since`, oldest first."""
+    """(id, created_at, agent, agent_verified, kind, provider, endpoint, inputs, denied, the
+    endpoint's input schema) of the requests that reached the policy since `since`, oldest
+    first."""
     cursor = ledger.db.execute(
-        "SELECT id, created_at, agent, kind, provider,"
+        "SELECT id, created_at, agent, agent_verified, kind, provider,"
         " coalesce(json_extract(endpoint, '$.id'), endpoint_id, dataset_id), inputs,"
-        " json_extract(verdict, '$.outcome') = 'deny'"
+        " json_extract(verdict, '$.outcome') = 'deny', json_extract(endpoint, '$.inputs')"
         " FROM requests WHERE created_at > ? AND verdict IS NOT NULL ORDER BY created_at",
         [since],
     )
-    for *row, inputs, denied in cursor:
-        yield (*row, json.loads(inputs), bool(denied))
+    for *row, verified, kind, provider, endpoint, inputs, denied, schema in cursor:
+        yield (
+            *row,
+            bool(verified),
+            kind,
+            provider,
+            endpoint,
+            json.loads(inputs),
+            bool(denied),
+            json.loads(schema) if schema else None,
+        )
 
 
 def recent_outcomes(ledger: Ledger, since: float, states: Iterable[str]) -> Iterator[tuple]:
     """(agent, at, state) of the requests that ended in `states` since `since`, with the
-    operators' resumes as state `resumed`, oldest first."""
+    operators' resumes as state `resumed`, oldest first; the agent as the brakes count it (a
+    pause is already so)."""
     names = sorted(states)
     marks = ",".join("?" * len(names))
-    yield from ledger.db.execute(
-        f"SELECT agent, updated_at, state FROM requests WHERE updated_at > ? AND state IN ({marks})"
-        f" UNION ALL SELECT agent, resumed_at, '{RESUMED}' FROM agent_pauses WHERE resumed_at > ?"
-        " ORDER BY 2",
+    cursor = ledger.db.execute(
+        f"SELECT agent, agent_verified, updated_at, state FROM requests"
+        f" WHERE updated_at > ? AND state IN ({marks})"
+        f" UNION ALL SELECT agent, 1, resumed_at, '{RESUMED}' FROM agent_pauses"
+        " WHERE resumed_at > ? ORDER BY 3",
         [since, *names, since],
     )
+    for agent, verified, at, state in cursor:
+        yield (counted_as(agent, bool(verified)), at, state)

@@ -22,6 +22,7 @@ from svc_console.core.buckets import Change
 from svc_console.core.mandate import Mandate
 from svc_console.core.models import Decision, Evidence, Outcome, SpendRequest
 from svc_console.core.money import to_atomic
+from svc_console.core.names import counted_as
 from svc_console.core.states import FINAL, State, check_transition
 from svc_console.ledger import audit_chain, budgets, engine, event_data, group_commit, rows, shared
 from svc_console.ledger.audit_chain import GENESIS
@@ -227,8 +228,11 @@ class Ledger(Transactions, RequestReads):
             self._group.requests.add(request_id)
         self.event(request_id, str(target), {"reason": fields.get("reason"), **(event or {})}, at)
         if target in FINAL and self.final_listeners:
-            agent = self.db.execute("SELECT agent FROM requests WHERE id = ?", [request_id])
-            self._finals.append((agent.fetchone()[0], target, at))
+            agent, verified = self.db.execute(
+                "SELECT agent, agent_verified FROM requests WHERE id = ?", [request_id]
+            ).fetchone()
+            # As the brakes count it (core/names.py): unverified agents are one.
+            self._finals.append((counted_as(agent, bool(verified)), target, at))
         if target in _RELEASES:
             self._counted(budgets.release(self.db, request_id, at))
 

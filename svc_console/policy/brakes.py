@@ -6,10 +6,14 @@ Budgets count money; brakes count behaviour. What each counts:
 - a rate limit counts the requests it let go on: every request that reached the policy and was
   not denied (a request it denies does not count against the next ones);
 - `repeats` counts every request that reached the policy, by agent, kind, endpoint (or dataset,
-  or tool) and inputs in canonical form, so key order and whitespace do not make a call new;
+  or tool) and inputs as the service will see them (`core/same_inputs.py`: defaults filled,
+  text normalised), so key order, spacing, a default spelt out, invisible characters or another
+  case of a case-insensitive field do not make a call new;
 - the circuit breaker follows outcomes: failed, unknown, rejected and denied are failures, a
   success ends the run, expired and cancelled are neither; an operator's resume starts afresh;
 - velocity reads the budget totals (spend reserved and settled) and keeps no count of its own.
+
+Every unverified agent counts as one, `(unverified)` (`core/names.py`), in every brake.
 
 Counts live in memory, in cells of a sixtieth of their window: a request leaves the count at
 most a cell late, never early (rounding makes a brake stricter, never wider), and memory grows
@@ -31,6 +35,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from svc_console.core.money import format_usdc, from_atomic
+from svc_console.core.names import counted_as
+from svc_console.core.same_inputs import comparable
 from svc_console.policy.budgets import RollingTotals
 from svc_console.policy.checks import Cite
 from svc_console.policy.facts import Facts
@@ -55,16 +61,19 @@ class Seen:
     request_id: str
     at: float
     agent: str
+    agent_verified: bool
     kind: str
     provider: str | None
     endpoint: str | None
     inputs: Any
     denied: bool
+    schema: Any = None  # of the endpoint's inputs, as recorded with the request
 
 
 @dataclass(frozen=True, slots=True)
 class Ended:
-    """An agent's outcome at `at`: `failed` True or False, or None for an operator's resume."""
+    """An agent's outcome at `at`: `failed` True or False, or None for an operator's resume.
+    `agent` as the request counts (`(unverified)` for an agent that did not prove its name)."""
 
     agent: str
     at: float
@@ -235,12 +244,13 @@ class Brakes:
         """Counts from the ledger: requests oldest first, then outcomes oldest first."""
         for request in seen:
             facts = Facts(
-                agent=request.agent,
+                agent=counted_as(request.agent, request.agent_verified),
                 kind=request.kind,
                 amount=0,
                 endpoint=request.endpoint,
                 provider=request.provider,
                 inputs=request.inputs,
+                schema=request.schema,
             )
             tally = self.tally(facts)
             self.count(tally, request.request_id, request.at, denied=request.denied)
@@ -286,7 +296,8 @@ class Brakes:
         return rates, self.same_key(facts) if self._same is not None else None
 
     def same_key(self, facts: Facts) -> tuple:
-        return (facts.agent, facts.kind, facts.endpoint, canonical_digest(facts.inputs))
+        inputs = comparable(facts.inputs, facts.schema)
+        return (facts.agent, facts.kind, facts.endpoint, canonical_digest(inputs))
 
     def _check_velocity(
         self, facts: Facts, totals: RollingTotals, now: float, cites: list[Cite]

@@ -33,6 +33,9 @@ LIST_FACTS: dict[str, tuple[str, ...]] = {
     "categories": ("category",),
     "formats": ("format",),
 }
+# A deny list of agents also reads the name an unverified agent gave (allow lists and rules never
+# do: a name no one proved is `(unverified)` to them).
+DENY_FACTS = {**LIST_FACTS, "agents": ("agent", "claimed")}
 # Lists of names written by people: matched as globs, regardless of case. The others hold codes,
 # normalised on both sides (rules.py, facts.py), so a dictionary lookup is enough.
 GLOB_LISTS = frozenset({"agents", "providers", "endpoints"})
@@ -264,10 +267,11 @@ def list_checks(lists: Any, side: str) -> list[tuple[str, str, str | None, Match
     if lists is None:
         return []
     checks = []
+    read = DENY_FACTS if side == "deny" else LIST_FACTS
     for key in LIST_KEYS:
         entries = getattr(lists, key)
         if entries is not None:
-            facts = LIST_FACTS[key]
+            facts = read[key]
             checks.append(
                 (key, facts[0], facts[1] if len(facts) > 1 else None, matcher(key, entries))
             )

@@ -257,7 +257,7 @@ class CompiledPolicy:
                 cites.append(Cite("deny", "compute_tools", f"{tool} is not allowed", where))
         require = self._require
         if require is not None and require.authenticated_agent and not facts.agent_verified:
-            reason = f"agent {facts.agent} did not prove its name (it is not registered)"
+            reason = f"agent {facts.claimed or facts.agent} did not prove its name (not registered)"
             self._cite_require("authenticated_agent", reason, cites)
         if require is not None and facts.verified is not None:
             if require.verified and not facts.verified:

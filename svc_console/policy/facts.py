@@ -4,6 +4,11 @@ Built from what the pipeline learned (the request, its endpoint record, the dry 
 from a dataset listing, or written by hand for `svc-console policy explain`. A fact a request does
 not have (the tier of a market call, the provider quality of a compute job) is None, and rules
 about it do not apply to that request.
+
+An agent that did not prove its name is, to every rule, list, budget, brake and grant, the one agent
+`(unverified)` (`core/names.py`): it matches nothing written for a registered agent, and inventing
+names multiplies no per-agent limit. Only deny lists also read the name it gave (`claimed`): a
+deny never needs proof.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 from svc_console.core.models import EndpointRecord, Estimate, SpendRequest
 from svc_console.core.money import to_atomic
+from svc_console.core.names import counted_as
 
 # What the two compute tools cost (SPEC.md), when no estimate says otherwise.
 COMPUTE_PRICES = {"breed_agent": Decimal(10), "merge_models": Decimal(15)}
@@ -22,7 +28,7 @@ COMPUTE_PRICES = {"breed_agent": Decimal(10), "merge_models": Decimal(15)}
 
 @dataclass(slots=True)
 class Facts:
-    agent: str
+    agent: str  # who the request counts as: its agent, or `(unverified)`
     kind: str
     amount: int  # atomic USDC: the most this request may cost once approved
     endpoint: str | None = None
@@ -41,6 +47,8 @@ class Facts:
     dynamic: bool = False
     inputs: Any = None
     agent_verified: bool = False  # the agent proved its name (a token, or its registered uid)
+    claimed: str | None = None  # the name an unverified agent gave (deny lists read it)
+    schema: Any = None  # the JSON Schema of the endpoint's inputs, when known (repeats read it)
 
 
 def ceiling(request: SpendRequest, estimate: Estimate | None) -> Decimal:
@@ -66,15 +74,18 @@ def facts_of(
     Domain types and product classes describe market endpoints: the records the console makes for
     datasets and compute tools carry placeholders (A22, A4), which rules about domain types must
     not read, so those facts stay None for other kinds."""
+    verified = request.agent_verified
     facts = Facts(
-        agent=request.agent,
+        agent=counted_as(request.agent, verified),
         kind=str(request.kind),
         amount=to_atomic(ceiling(request, estimate)),
         endpoint=request.endpoint_id or request.dataset_id,
         inputs=request.inputs,
-        agent_verified=request.agent_verified,
+        agent_verified=verified,
+        claimed=None if verified else request.agent,
     )
     if endpoint is not None:
+        facts.schema = endpoint.inputs
         facts.endpoint = endpoint.id
         facts.provider = endpoint.provider
         facts.provider_name = endpoint.provider_name
@@ -118,8 +129,10 @@ def facts_of_record(record: Any) -> Facts:
     )
     market = kind == "market_call"
     return Facts(
-        agent=record.agent,
+        agent=counted_as(record.agent, record.agent_verified),
         agent_verified=record.agent_verified,
+        claimed=None if record.agent_verified else record.agent,
+        schema=endpoint.get("inputs"),
         kind=kind,
         amount=amount,
         endpoint=endpoint.get("id") or record.endpoint_id or record.dataset_id,

@@ -242,8 +242,8 @@ class LivePolicy:
         broker's reservations among them: ledger/shared.py); the brakes, which counted it the
         first time, are not asked again."""
         compiled, status = self.compiled, self.status
-        paused = self.paused.get(request.agent)
         facts = facts_of(request, endpoint, estimate, dataset)
+        paused = self.paused.get(facts.agent)  # by whom it counts as: (unverified) is one
         if compiled is None:
             return self._without_rules(facts, now, paused)
         suspended = status.auto_approval_suspended

@@ -19,10 +19,12 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from svc_console.core import names
 from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.core.taxonomy import CHAINS, DOMAIN_TYPES, PRODUCT_CLASSES, PROTOCOLS
 from svc_console.policy import hours, linear_regex
@@ -42,6 +44,7 @@ SECRET_NAMES = {
 WINDOWS = {"hour": 3600, "day": 86_400, "week": 7 * 86_400, "month": 30 * 86_400}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+_GLOB_CHARS = frozenset("*?[")
 
 
 def _one_of(name: str, allowed: Sequence[str], *, upper: bool = False):  # type: ignore[no-untyped-def]
@@ -80,6 +83,27 @@ def _glob(value: Any) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > 200:
         raise ValueError("must be a name or a glob pattern such as prov_exa* (text)")
     return value.strip()
+
+
+def _agent_glob(value: Any) -> str:
+    """An agent name or glob in the form names are compared in (`core/names.py`), once, at load;
+    a name that is no agent's could never match, so it is an error, not a rule that never
+    applies."""
+    text = names.fold(_glob(value))
+    if (
+        text != names.UNVERIFIED
+        and _GLOB_CHARS.isdisjoint(text)
+        and not names.AGENT_NAME.match(text)
+    ):
+        raise ValueError(
+            f"must be an agent name, a glob such as research-*, or {names.UNVERIFIED}"
+            f" (every agent that did not prove its name): an agent name {names.AGENT_NAME_RULE}"
+        )
+    return text
+
+
+def _agent_globs(values: list[str] | None) -> list[str] | None:
+    return None if values is None else [_agent_glob(value) for value in values]
 
 
 def _category(value: Any) -> str:
@@ -165,6 +189,7 @@ Usdc = Annotated[
 ]
 Share = Annotated[float, BeforeValidator(_share, json_schema_input_type=float)]
 Glob = Annotated[str, BeforeValidator(_glob, json_schema_input_type=str)]
+AgentGlob = Annotated[str, BeforeValidator(_agent_glob, json_schema_input_type=str)]
 DomainType = Annotated[str, _one_of("a domain type", tuple(DOMAIN_TYPES), upper=True)]
 ProductClass = Annotated[str, _one_of("a product class", tuple(PRODUCT_CLASSES), upper=True)]
 Chain = Annotated[str, _one_of("a chain", CHAINS)]
@@ -192,7 +217,10 @@ class Strict(BaseModel):
 class Lists(Strict):
     """Names and codes a request is matched against (allow, deny, and auto-approve's `when`)."""
 
-    agents: list[Glob] | None = Field(None, description="agent names (globs)")
+    agents: list[AgentGlob] | None = Field(
+        None,
+        description=f"agent names (globs); {names.UNVERIFIED}: agents that did not prove theirs",
+    )
     providers: list[Glob] | None = Field(None, description="provider ids or names (globs)")
     endpoints: list[Glob] | None = Field(None, description="endpoint ids (globs)")
     kinds: list[Kind] | None = Field(None, description="request kinds")
@@ -232,6 +260,12 @@ class Budget(Strict):
     window: Literal["hour", "day", "week", "month"]
     warn_usdc: Usdc | None = Field(None, description="warn once spend would pass this")
     max_usdc: Usdc | None = Field(None, description="hard stop: deny what would pass this")
+
+    @field_validator("for_")
+    @classmethod
+    def _agents_named(cls, values: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        # `per: agent` counts every unverified agent as (unverified): `for` names them so too.
+        return _agent_globs(values) if info.data.get("per") == "agent" else values
 
     @model_validator(mode="after")
     def _sane(self) -> Budget:

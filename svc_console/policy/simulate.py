@@ -125,13 +125,14 @@ def simulate(draft: LoadedPolicy, past: Iterable[Any], *, since: float, until: f
             continue
         report.replayed += 1
         report.moved_actual += charged
-        result = policy.evaluate(facts, totals, at, brakes=True, paused=paused.get(record.agent))
+        agent = facts.agent  # as the brakes count it: (unverified) for any unverified agent
+        result = policy.evaluate(facts, totals, at, brakes=True, paused=paused.get(agent))
         brakes.count(result.tally, record.id, at, denied=result.outcome == "deny")
         failed = _failed(result.outcome, was, record.state)
-        why = brakes.ended(record.agent, failed, at) if failed is not None else None
-        if why is not None and record.agent not in paused:
-            paused[record.agent] = why
-            report.paused.append((record.agent, at, why))
+        why = brakes.ended(agent, failed, at) if failed is not None else None
+        if why is not None and agent not in paused:
+            paused[agent] = why
+            report.paused.append((agent, at, why))
         verdict = to_verdict(result) if result.outcome != "ask" or result.citations else None
         summary = verdict.summary if verdict else "the operator decides"
         _note_budgets(report, policy, result, at)

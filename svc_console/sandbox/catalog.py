@@ -157,7 +157,8 @@ def _well_known() -> list[tuple[EndpointRecord, str, str]]:
         reliability=0.995,
         inputs=obj(
             ["query"],
-            query=string("what to search for", minLength=1),
+            # A search ignores case; the schema says so (core/same_inputs.py reads it).
+            query=string("what to search for", minLength=1, **{"x-case-insensitive": True}),
             max_results=integer("how many results to return", 1, 50, 10),
         ),
         tags=["search", "web", "serp"],

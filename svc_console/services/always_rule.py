@@ -53,7 +53,7 @@ def propose(
     per_call = ceiling(request, request.estimate)
     facts = facts_of(request, request.endpoint, request.estimate)
     rule = Always(
-        agent=request.agent,
+        agent=facts.agent,  # as the policy will read it: (unverified) for an unverified agent
         kind=str(request.kind),
         target=facts.endpoint or "",
         per_call_max=per_call,

@@ -25,9 +25,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.process_collector import ProcessCollector
 
 from svc_console.core.models import Decision, SpendRequest
+from svc_console.core.names import counted_as
 from svc_console.core.states import FINAL, State
 
-UNVERIFIED = "(unverified)"
 _INTAKE = frozenset({State.received, State.inspecting})
 # From a millisecond (the console's own verdict) to a day (an operator's answer).
 LATENCY_BUCKETS = (
@@ -185,5 +185,5 @@ class ConsoleMetrics:
 
 
 def _series(request: SpendRequest) -> tuple[str, str]:
-    agent = request.agent if request.agent_verified else UNVERIFIED
+    agent = counted_as(request.agent, request.agent_verified)
     return agent, request.endpoint.provider if request.endpoint is not None else "-"

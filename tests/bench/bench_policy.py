@@ -91,7 +91,8 @@ def _requests(ledger: Ledger, count: int) -> list[PastRequest]:
             PastRequest(
                 id=row[0],
                 agent=row[1],
-                agent_verified=False,
+                # The ledger's agents are registered ones: each has budgets of its own.
+                agent_verified=True,
                 kind=row[2],
                 endpoint_id=row[3],
                 dataset_id=None,

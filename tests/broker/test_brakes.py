@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Awaitable, Callable
 
 import pytest
-from helpers import FakeClock, eventually, operator
+from helpers import FakeClock, agent_token, eventually, operator
 from operator_support import operator_cli, set_passphrase
 
 from svc_console.agent import AgentError, AsyncAgent
@@ -82,8 +82,10 @@ def start(paths, make_runtime, keep_started) -> Callable[..., Awaitable[Runtime]
 
 
 async def settled(runtime: Runtime, agent: str, inputs: dict, **overrides) -> object:
-    """Submit as `agent` and wait until the request no longer moves without the operator."""
-    async with AsyncAgent(agent, runtime.paths.socket) as client:
+    """Submit as registered `agent` (brakes count each such agent apart) and wait until the
+    request no longer moves without the operator."""
+    token = agent_token(runtime.paths, agent)
+    async with AsyncAgent(agent, runtime.paths.socket, token=token) as client:
         ticket = await client.submit(**{**SEARCH, "inputs": inputs, **overrides})
     request_id = ticket["request_id"]
     return await eventually(
@@ -169,7 +171,8 @@ async def test_five_failures_pause_the_agent_until_an_operator_resumes_it(start)
     # Other agents are not paused.
     assert (await settled(runtime, "steady-bot", {"query": "solar"})).state == State.succeeded
     # The paused agent cannot resume itself over the agents' socket: the method is not there.
-    async with AsyncAgent("flaky-bot", runtime.paths.socket) as client:
+    token = agent_token(runtime.paths, "flaky-bot")
+    async with AsyncAgent("flaky-bot", runtime.paths.socket, token=token) as client:
         with pytest.raises(AgentError):
             await client.call("agents.resume", {"agent": "flaky-bot"})
     async with operator(runtime) as console:

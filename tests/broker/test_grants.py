@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from decimal import Decimal
 
 import pytest
-from helpers import FakeClock, eventually, operator
+from helpers import FakeClock, agent_token, eventually, operator
 from operator_support import operator_cli, set_passphrase
 
 from svc_console.agent import AgentError, AsyncAgent
@@ -33,10 +33,15 @@ def start(paths, make_runtime, keep_started) -> Callable[..., Awaitable[Runtime]
     return lambda **options: keep_started(make_runtime(**options))
 
 
-async def settled(runtime: Runtime, agent: str = "bot", query: str = "solar", **other) -> object:
-    """Submit and wait until the request no longer moves without the operator."""
+async def settled(
+    runtime: Runtime, agent: str = "bot", query: str = "solar", verified: bool = True, **other
+) -> object:
+    """Submit as registered `agent` (a grant is for one agent: every unverified one counts as
+    one), or as an agent that only gives that name, and wait until the request no longer moves
+    without the operator."""
     params = {**SEARCH, "inputs": {"query": query}, **other}
-    async with AsyncAgent(agent, runtime.paths.socket) as client:
+    token = agent_token(runtime.paths, agent) if verified else None
+    async with AsyncAgent(agent, runtime.paths.socket, token=token) as client:
         ticket = await client.submit(**params)
     return await eventually(
         lambda: (
@@ -75,6 +80,19 @@ async def test_a_grant_approves_calls_like_the_one_approved_up_to_its_total(star
     assert (await settled(runtime, **FX)).state == State.pending
 
 
+async def test_a_grant_made_for_an_unverified_agent_is_for_every_unverified_one(start):
+    runtime = await start()
+    first = await settled(runtime, agent="made-up-1", query="first", verified=False)
+    await runtime.broker.approve(
+        ApproveParams(request_id=first.id, grant_for="1h", grant_total=Decimal("1"))
+    )
+    assert grants.get(runtime.ledger, 1).agent == "(unverified)"
+    other = await settled(runtime, agent="made-up-2", query="q1", verified=False)
+    assert other.state == State.succeeded and other.decision.by == "grant 1"
+    # A registered agent has grants of its own only.
+    assert (await settled(runtime, query="q2")).state == State.pending
+
+
 async def test_a_grant_expires_and_stops_approving(start):
     clock = FakeClock()
     runtime = await start(clock=clock, pending_ttl_s=86_400)
@@ -95,7 +113,8 @@ async def test_concurrent_requests_cannot_pass_a_grants_total_together(start):
     await approve_for(runtime, "1h", "0.05")
 
     async def one(n: int) -> str:
-        async with AsyncAgent("bot", runtime.paths.socket) as client:
+        token = agent_token(runtime.paths, "bot")
+        async with AsyncAgent("bot", runtime.paths.socket, token=token) as client:
             ticket = await client.submit(**{**SEARCH, "inputs": {"query": f"burst {n}"}})
         return ticket["request_id"]
 
@@ -199,9 +218,10 @@ async def test_the_cli_makes_a_grant_with_the_approval_and_refuses_a_total_alone
     assert made.returncode == 0, made.stderr
     assert "and calls like it for 1h, up to 0.5 USDC in all" in made.stdout
     assert grants.get(runtime.ledger, 1).total_usdc == 500_000
-    with pytest.raises(AgentError):  # an agent cannot list or revoke grants
-        async with AsyncAgent("bot", runtime.paths.socket) as client:
-            await client.call("grants.revoke", {"grant_id": 1})
+    token = agent_token(runtime.paths, "bot")
+    async with AsyncAgent("bot", runtime.paths.socket, token=token) as client:
+        with pytest.raises(AgentError, match="served only on the operator socket"):
+            await client.call("grants.revoke", {"grant_id": 1})  # an agent cannot revoke grants
 
 
 async def _cli(runtime: Runtime, *args: str) -> subprocess.CompletedProcess[str]:

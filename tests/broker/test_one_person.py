@@ -78,6 +78,8 @@ def events(runtime: Runtime, kind: str) -> list[dict[str, Any]]:
         # `operators add alice2 --operator alice`, then approve as alice and as alice2.
         ({"alice": None, "alice2": "alice"}, "alice", "alice2", "alice created alice2's account"),
         ({"alice": None, "alice2": "alice"}, "alice2", "alice", "alice created alice2's account"),
+        # Added by another spelling of alice's name (`--operator Alice`): still alice.
+        ({"alice": None, "alice2": "Alice"}, "alice", "alice2", "alice created alice2's account"),
         # Two accounts made by one: one person's, for all the console can tell.
         (
             {"alice": None, "bob": "alice", "carol": "alice"},
@@ -176,6 +178,19 @@ async def restart(paths: Any, stopped: Runtime) -> Runtime:
     )
     await runtime.start()
     return runtime
+
+
+async def test_a_proposal_is_seconded_under_any_spelling_of_the_name(console, paths):
+    runtime, tokens = await console(ABOVE, {"alice": None, "bob": None})
+    async with operator(runtime) as line:
+        for name, asked_for in (("alice", "Dave"), ("bob", "DAVE")):
+            said = await line.call(
+                "operators.add", {"name": asked_for, "operator": name, "token": tokens[name]}
+            )
+    assert said["state"] == "added" and said["by"] == ["alice", "bob"]
+    assert [e["name"] for e in events(runtime, "operator_proposed")] == ["dave"]
+    dave = {a.name: a for a in OperatorAccounts(paths.operator_accounts).accounts()}["dave"]
+    assert dave.creators == {"alice", "bob"}
 
 
 async def test_a_proposal_lapses_after_a_day(console, clock):

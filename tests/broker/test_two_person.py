@@ -117,6 +117,23 @@ async def test_the_same_operator_twice_is_refused(console):
     assert refused[0]["reason"] == f"operator bob already approved {request_id}"
 
 
+async def test_the_tuis_operator_named_in_another_case_is_the_same_operator(console, paths):
+    """settings.toml names the TUI's operator `Bob`: that is the account bob, whose approval over
+    the socket the TUI's then cannot double."""
+    from svc_console.config.operator_settings import console_operator
+
+    (paths.home / "settings.toml").write_text('[operator]\nname = "Bob"\n')
+    runtime, tokens = await console(ABOVE)
+    runtime.broker.decisions.console_operator = console_operator(paths.settings)
+    request_id = await asked(runtime, tokens)
+    async with operator(runtime) as line:
+        await approve(line, request_id, "bob", tokens)
+    with pytest.raises(errors.SecondOperatorRequired, match="operator bob already approved"):
+        await runtime.broker.approve(ApproveParams(request_id=request_id))
+    request = runtime.broker.get(request_id)
+    assert request.state == State.pending and request.decision is None
+
+
 async def test_the_operator_who_registered_the_agent_may_not_approve(console):
     runtime, tokens = await console(ABOVE)
     request_id = await asked(runtime, tokens)

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from decimal import Decimal
 
 import pytest
-from helpers import eventually
+from helpers import agent_token, eventually
 from operator_support import operator_cli, set_passphrase
 
 from svc_console.agent import AsyncAgent
@@ -41,8 +41,12 @@ async def runtime(paths, make_runtime) -> AsyncIterator[Runtime]:
     await runtime.stop()
 
 
-async def settled(runtime: Runtime, agent: str = "bot", query: str = "solar") -> object:
-    async with AsyncAgent(agent, runtime.paths.socket) as client:
+async def settled(
+    runtime: Runtime, agent: str = "bot", query: str = "solar", *, verified: bool = True
+) -> object:
+    """A search by `agent`, registered (proving its name) unless `verified` is False."""
+    token = agent_token(runtime.paths, agent) if verified else None
+    async with AsyncAgent(agent, runtime.paths.socket, token=token) as client:
         ticket = await client.submit(**{**SEARCH, "inputs": {"query": query}})
     return await eventually(
         lambda: (
@@ -164,3 +168,23 @@ async def test_always_above_the_threshold_says_what_to_type_and_writes_nothing(p
         assert "always bot ep_websearch_basic" in policy.read_text()
     finally:
         await runtime.stop()
+
+
+async def test_always_for_an_unverified_agent_names_every_unverified_agent_as_the_policy_does(
+    runtime,
+):
+    """A rule for the name an unverified agent gave would never apply (no rule matches it): the
+    rule says `(unverified)`, which the operator reads in the diff before it is written."""
+    policy = runtime.paths.home / "SKILLS.md"
+    first = await settled(runtime, agent="stranger", verified=False)
+    done = await cli(
+        runtime, "approve", first.id, "--always", "--policy", str(policy), "--daily", "0.05"
+    )
+    assert done.returncode == 0, done.stderr
+    assert '+      agents: ["(unverified)"]' in done.stdout
+    await eventually(
+        lambda: runtime.policy.status.state == "active" and runtime.policy.compiled.auto
+    )
+    other = await settled(runtime, agent="another-stranger", query="wind", verified=False)
+    assert other.state == State.succeeded
+    assert other.decision.by.startswith("policy: auto_approve 'always (unverified) ep_websearch")

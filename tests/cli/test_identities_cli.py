@@ -16,6 +16,8 @@ from svc_console.config.agent_registry import AgentRegistry
 from svc_console.config.operator_passphrase import OperatorPassphrase
 
 CLI = [sys.executable, "-m", "svc_console"]
+# TRUSTED-BOT in full-width letters, which NFKC makes plain ones.
+FULL_WIDTH = "".join(chr(0xFEE0 + ord(c)) if c.isalpha() else c for c in "TRUSTED-BOT")
 
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -103,6 +105,60 @@ def test_a_second_add_is_refused_and_revoke_says_what_follows(home: Path):
     assert "revoked" in revoked.stdout and "cancels the agent's pending requests at start" in (
         revoked.stdout
     )
+
+
+def test_a_name_is_kept_in_one_form_and_a_look_alike_is_refused(home: Path):
+    """`Trusted-Bot` is registered as trusted-bot; its other spellings are the same agent, and a
+    name that looks like it (a zero for an o) is no new agent: refused, nothing changed."""
+    added = run("agents", "add", "Trusted-Bot")
+    assert added.returncode == 0, added.stderr
+    assert "the token of agent trusted-bot" in added.stderr
+    registry = AgentRegistry(home / "agents.json")
+    assert registry.authenticate("trusted-bot", added.stdout.strip()) is not None
+    before = (home / "agents.json").read_text()
+    for spelling, message in [
+        ("TRUSTED-BOT", "agent trusted-bot is already registered"),
+        (FULL_WIDTH, "agent trusted-bot is already registered"),
+        ("trusted-b0t", "agent name trusted-b0t looks like trusted-bot"),
+        ("trusted-bot\u200b", "must be 1-64 letters"),
+    ]:
+        refused = run("agents", "add", spelling)
+        assert refused.returncode == 2 and message in refused.stderr, (spelling, refused.stderr)
+        assert (home / "agents.json").read_text() == before
+    assert [a["name"] for a in json.loads(run("agents", "list", "--json").stdout)] == [
+        "trusted-bot"
+    ]
+
+
+def test_a_revoked_name_stays_reserved_until_released(home: Path):
+    run("agents", "add", "bot")
+    revoked = run("agents", "revoke", "BOT")
+    assert revoked.returncode == 0 and "stays reserved until svc-console agents release bot" in (
+        revoked.stdout
+    )
+    active = run("agents", "add", "b0t")  # a look-alike of a revoked name: still refused
+    assert active.returncode == 2 and "looks like bot" in active.stderr
+    released = run("agents", "release", "bot")
+    assert released.returncode == 0 and "agent bot released" in released.stdout
+    assert json.loads(run("agents", "list", "--json").stdout) == []
+    assert run("agents", "add", "b0t").returncode == 0  # the name and its look-alikes are free
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ((), "no registered agent 'nobody'"),
+        ((("agents", "add", "nobody"),), "agent nobody is active: revoke it first"),
+    ],
+)
+def test_release_refuses_an_unknown_or_active_agent_and_changes_nothing(home: Path, setup, message):
+    run("agents", "add", "kept")
+    for step in setup:
+        run(*step)
+    before = (home / "agents.json").read_text()
+    result = run("agents", "release", "nobody")
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+    assert (home / "agents.json").read_text() == before
 
 
 def test_passwd_on_a_terminal_sets_then_changes_the_passphrase(home: Path):

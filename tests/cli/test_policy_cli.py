@@ -100,6 +100,16 @@ def test_explain_shows_the_verdict_the_rules_and_the_budgets(home, capsys):
     assert [c["rule"] for c in verdict["citations"] if c["effect"] == "deny"] == ["never_send"]
 
 
+def test_explain_judges_an_agent_that_proved_no_name_as_the_policy_would(home, capsys):
+    request = {"agent": "research-bot", "endpoint_id": "ep_websearch_basic", "inputs": {"q": 1}}
+    policy = str(EXAMPLES / "research-team.md")
+    unverified = json.dumps({**request, "agent_verified": False})
+    assert main(["policy", "explain", policy, "--request", unverified]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("verdict: ask\n")  # research-* names registered agents only
+    assert "daily allowance: (unverified): 0.00 → 0.01 USDC" in out
+
+
 def test_explain_takes_a_spend_get_answer_and_refuses_unknown_keys(home, capsys, tmp_path):
     record = catalog().get("ep_fx_rates").model_dump(mode="json")
     answer = {

@@ -1,5 +1,6 @@
-"""The demo's simulated agents speak the public socket protocol and keep the queue moving; its
-policy lets the looping agent's first identical calls through and stops the fourth."""
+"""The demo's simulated agents speak the public socket protocol and keep the queue moving, each a
+registered agent with its token; its policy lets the looping agent's first identical calls
+through and stops the fourth."""
 
 from __future__ import annotations
 
@@ -9,16 +10,52 @@ import contextlib
 from helpers import eventually, process_gone
 
 from svc_console.broker.params import ApproveParams
+from svc_console.config.agent_registry import AgentRegistry
 from svc_console.core.states import State
 from svc_console.demo import (
     LOOPING_AGENT,
     MCP_AGENT,
     PERSONAS,
     Traffic,
+    enrol,
     run_mcp_agent,
     run_persona,
     write_policy,
 )
+
+NAMES = [*(p.name for p in PERSONAS), MCP_AGENT]
+
+
+def tokens(paths) -> dict[str, str]:
+    """The demo's agents, registered as `svc-console demo` registers them."""
+    return enrol(paths.agent_registry, paths.sandbox, NAMES)
+
+
+async def test_the_demos_agents_are_registered_once_and_prove_their_names(paths, runtime):
+    first = tokens(paths)
+    assert sorted(first) == sorted(NAMES)
+    assert tokens(paths) == first  # the next demo reuses them: no agent registered twice
+    registry = AgentRegistry(paths.agent_registry)
+    assert sorted(a.name for a in registry.agents()) == sorted(NAMES)
+    persona = PERSONAS[0]
+    task = asyncio.create_task(
+        run_persona(
+            persona, runtime.paths.socket, interval_s=(0.01, 0.02), token=first[persona.name]
+        )
+    )
+    try:
+        mine = await eventually(lambda: runtime.broker.pending())
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert mine[0].agent == persona.name and mine[0].agent_verified
+
+
+def test_a_name_registered_otherwise_sits_the_demo_out(paths):
+    AgentRegistry(paths.agent_registry).add("research-bot")  # the operator's own agent
+    kept = tokens(paths)
+    assert "research-bot" not in kept and sorted(kept) == sorted(set(NAMES) - {"research-bot"})
 
 
 class CountedTraffic(Traffic):
@@ -34,13 +71,20 @@ class CountedTraffic(Traffic):
         await super().go()
 
 
-async def test_each_persona_submits_valid_requests_and_caps_its_open_ones(runtime):
+async def test_each_persona_submits_valid_requests_and_caps_its_open_ones(paths, runtime):
+    token = tokens(paths)
     gates = {p.name: CountedTraffic() for p in PERSONAS}
     socket = runtime.paths.socket
     tasks = [
         asyncio.create_task(
             run_persona(
-                p, socket, interval_s=(0.01, 0.02), max_open=2, seed=7, traffic=gates[p.name]
+                p,
+                socket,
+                interval_s=(0.01, 0.02),
+                max_open=2,
+                seed=7,
+                traffic=gates[p.name],
+                token=token[p.name],
             )
         )
         for p in PERSONAS
@@ -73,15 +117,19 @@ async def test_each_persona_submits_valid_requests_and_caps_its_open_ones(runtim
     assert rejected == 0
 
 
-async def test_the_mcp_agent_speaks_through_the_bridge_and_waits_for_the_operator(runtime):
-    """The demo's MCP agent launches `svc-console mcp`, reads the market for free (recorded, not
-    queued), then asks to pay; its request waits for the operator like any other."""
-    task = asyncio.create_task(run_mcp_agent(runtime.paths.socket, interval_s=(0.01, 0.02)))
+async def test_the_mcp_agent_speaks_through_the_bridge_and_waits_for_the_operator(paths, runtime):
+    """The demo's MCP agent launches `svc-console mcp` with its token, reads the market for free
+    (recorded, not queued), then asks to pay; its request waits for the operator like any
+    other."""
+    token = tokens(paths)[MCP_AGENT]
+    task = asyncio.create_task(
+        run_mcp_agent(runtime.paths.socket, interval_s=(0.01, 0.02), token=token)
+    )
     try:
         pending = await eventually(
             lambda: [r for r in runtime.broker.pending() if r.agent == MCP_AGENT], timeout=30
         )
-        assert pending[0].endpoint_id == "ep_websearch_basic"
+        assert pending[0].endpoint_id == "ep_websearch_basic" and pending[0].agent_verified
         assert "via MCP" in pending[0].purpose
         reads = runtime.ledger.db.execute(
             "SELECT count(*) FROM events WHERE type = 'read' AND data LIKE ?", [f"%{MCP_AGENT}%"]
@@ -103,8 +151,9 @@ async def test_the_looping_agents_fourth_identical_call_waits_flagged_as_a_repea
     runtime.policy_files = [write_policy(paths.home)]
     await runtime.start()
     looping = next(p for p in PERSONAS if p.name == LOOPING_AGENT)
+    token = tokens(paths)[LOOPING_AGENT]
     task = asyncio.create_task(
-        run_persona(looping, runtime.paths.socket, interval_s=(0.01, 0.02), seed=7)
+        run_persona(looping, runtime.paths.socket, interval_s=(0.01, 0.02), seed=7, token=token)
     )
     try:
         waiting = await eventually(lambda: runtime.broker.pending(), timeout=20)
@@ -152,9 +201,12 @@ async def test_the_demo_reaches_its_paths_the_policy_a_confirmation_and_an_unfun
     try:
         await prepare(*runtime.service_address())
 
+        token = tokens(paths)
+
         async def submitted(persona_name: str, inputs: dict) -> object:
             persona = next(p for p in PERSONAS if p.name == persona_name)
-            async with AsyncAgent(persona.name, runtime.paths.socket) as agent:
+            mine = token[persona.name]
+            async with AsyncAgent(persona.name, runtime.paths.socket, token=mine) as agent:
                 ticket = await agent.submit(
                     endpoint_id=persona.endpoint_id,
                     inputs=inputs,
@@ -216,7 +268,8 @@ async def test_the_consoles_own_sandbox_is_a_child_process_that_the_demo_prepare
         assert balance == DEMO_BALANCE
         assert [fault["kind"] for fault in faults] == ["overbill"]
         research = next(p for p in PERSONAS if p.name == "research-bot")
-        async with AsyncAgent(research.name, runtime.paths.socket) as agent:
+        token = tokens(paths)[research.name]
+        async with AsyncAgent(research.name, runtime.paths.socket, token=token) as agent:
             ticket = await agent.submit(
                 endpoint_id=research.endpoint_id,
                 inputs={"query": "heat pump adoption by country"},

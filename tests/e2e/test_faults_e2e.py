@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import eventually
+from helpers import agent_token, eventually
 from sandbox_process import SandboxProcess
 from textual.pilot import Pilot
 from tui_support import started
@@ -73,7 +73,9 @@ async def submit(
             return {"url": f"https://example.com/{tag}/{n}"}
         return {"query": f"{tag} {n}"}
 
-    async with AsyncAgent(agent, runtime.paths.socket) as client:
+    # Registered: the policy's `weather-*` names agents that prove their names.
+    token = agent_token(runtime.paths, agent)
+    async with AsyncAgent(agent, runtime.paths.socket, token=token) as client:
         tickets = await asyncio.gather(
             *(
                 client.submit(endpoint_id=endpoint, inputs=inputs(n), purpose=f"faults: {tag}")

@@ -31,6 +31,7 @@ from tui_support import build_console, queue, screen_text, started, until
 from svc_console.agent import AgentError, AsyncAgent
 from svc_console.broker import BrokerConfig
 from svc_console.config.paths import Paths
+from svc_console.core import names
 from svc_console.core.models import EndpointRecord, Estimate, Severity
 from svc_console.core.risk import assess
 from svc_console.core.sanitize import DEFAULT_LIMIT, inert, inert_line
@@ -286,6 +287,14 @@ def no_action_in(renderable: Any, console: Console) -> None:
         assert not acts(segment.style), segment
 
 
+def _refused_as(text: str) -> str:
+    try:
+        names.canonical(text)
+    except ValueError:
+        return "invalid_params"
+    return "not_authorised"
+
+
 async def submit_everything(socket_path: Any) -> list[str]:
     """Each hostile string as an agent's name (refused), and as the purpose and inputs of a
     request for the endpoint it names; lone surrogates are refused by the client, which cannot
@@ -304,7 +313,9 @@ async def submit_everything(socket_path: Any) -> list[str]:
                         "purpose": "an agent name",
                     },
                 )
-            assert refused.value.reason == "invalid_params", name
+            # A string whose NFKC form is a plain name (full-width, mathematical letters) is
+            # that name, which is not the one this connection speaks for; any other is no name.
+            assert refused.value.reason == _refused_as(text), name
             assert unsafe(refused.value.message) == []
             if (name, text) not in SENDABLE:
                 with pytest.raises(AgentError) as refused:

@@ -36,7 +36,9 @@ from tui_support import started
 
 from svc_console.broker import BrokerConfig
 from svc_console.broker.params import ApproveParams, DenyParams
+from svc_console.config.agent_registry import AgentRegistry
 from svc_console.config.paths import Paths
+from svc_console.core.private_files import write_private
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
@@ -129,16 +131,23 @@ async def react(pilot: Pilot[Any], screen: ApprovalsScreen, key: str, tab: str) 
     return await asyncio.wait_for(watching, DRAIN_S)  # the deadline only stops a hang
 
 
-async def start_agents(socket: Path) -> asyncio.subprocess.Process:
+async def start_agents(paths: Paths) -> asyncio.subprocess.Process:
+    """The load agents, each registered (the policy's rules name agents that prove their names)."""
+    registry = AgentRegistry(paths.agent_registry)
+    names = [f"load-{n:03d}" for n in range(AGENTS)]
+    tokens = paths.home / "load-tokens.json"
+    write_private(tokens, json.dumps({name: registry.add(name) for name in names}))
     agents = await asyncio.create_subprocess_exec(
         sys.executable,
         str(Path(__file__).parent.parent / "load_agents.py"),
         "--socket",
-        str(socket),
+        str(paths.socket),
         "--agents",
         str(AGENTS),
         "--seconds",
         str(SECONDS),
+        "--tokens",
+        str(tokens),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         limit=1 << 26,
@@ -175,7 +184,7 @@ async def test_two_hundred_agents_lose_nothing_and_the_screen_answers(console: C
         assert isinstance(screen, ApprovalsScreen)
         decided: Counter[str] = Counter()
         operator = asyncio.create_task(operate(runtime, decided))
-        agents = await start_agents(runtime.paths.socket)
+        agents = await start_agents(runtime.paths)
         assert agents.stdin is not None and agents.stdout is not None
         memory = {"start": resident_mb()}
         began = time.monotonic()

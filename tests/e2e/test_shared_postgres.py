@@ -181,8 +181,9 @@ class Fleet:
     def _broker(self, name: str) -> ServedBroker:
         home = self.root / name
         home.mkdir(mode=0o700)
-        # The fleet's agents connect by name, as in the sandbox: open enrolment. So the
-        # operator's decisions need a credential: a passphrase, set before the broker starts.
+        # The fleet's agents run as the tests' own user: open enrolment accepts that, as in the
+        # sandbox (those of the fleet's rule prove their names with tokens). So the operator's
+        # decisions need a credential: a passphrase, set before the broker starts.
         (home / "settings.toml").write_text('[agents]\nenrolment = "open"\n')
         set_passphrase(home)
         broker = ServedBroker(home, self.env, self.policy)
@@ -214,13 +215,24 @@ def fleet(postgres: Any, tmp_path: Path) -> Iterator[Fleet]:
     fleet.stop()
 
 
-async def ask_all(sockets: list[Path]) -> dict[str, str]:
+def register(broker: ServedBroker, host: str) -> dict[str, str]:
+    """The AGENTS_EACH agents of a host, registered on its broker (the fleet's rule names
+    agents that prove their names): each one's token, by name."""
+    from svc_console.config.agent_registry import AgentRegistry
+
+    registry = AgentRegistry(broker.home / "agents.json")
+    return {
+        name: registry.add(name) for name in (f"fleet-{host}-{n:03d}" for n in range(AGENTS_EACH))
+    }
+
+
+async def ask_all(sockets: list[Path], tokens: dict[str, str]) -> dict[str, str]:
     """AGENTS_EACH agents on each socket, each asking ASKS_EACH times, one after the other:
     each request's id and the final state its agent was told."""
     told: dict[str, str] = {}
 
     async def agent(path: Path, name: str) -> None:
-        connection = Connection(name)
+        connection = Connection(name, tokens[name])
         await connection.open(str(path))
         try:
             for n in range(ASKS_EACH):
@@ -257,7 +269,8 @@ async def ask_all(sockets: list[Path]) -> dict[str, str]:
 
 def test_two_brokers_hold_one_cap_to_the_cent_and_execute_each_request_once(fleet: Fleet) -> None:
     first, second = fleet.start_brokers()
-    told = asyncio.run(ask_all([first.socket, second.socket]))
+    tokens = register(first, "a") | register(second, "b")
+    told = asyncio.run(ask_all([first.socket, second.socket], tokens))
 
     assert len(told) == 2 * AGENTS_EACH * ASKS_EACH
     by_broker = Counter(

@@ -40,7 +40,9 @@ def two(tmp_path: Path, url: str):
 
 
 def _approve(ledger: Ledger, request_id: str, ceiling: str, **kwargs) -> int:
-    ledger.insert_request(plain_request(request_id))
+    # A registered agent's: its spend counts in a budget of its own (an unverified one's would
+    # count as (unverified)'s).
+    ledger.insert_request(plain_request(request_id).model_copy(update={"agent_verified": True}))
     ledger.transition(request_id, State.inspecting, at=1.0)
     ledger.transition(request_id, State.pending, at=1.0, expires_at=10**10)
     decision = Decision(approved=True, by="op", at=2.0, ceiling_usdc=Decimal(ceiling))

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import SEARCH, FakeClock, eventually, submit
+from helpers import SEARCH, FakeClock, agent_token, eventually, submit
 from operator_support import operator_knowing
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -117,14 +117,17 @@ async def test_a_scrape_during_traffic_shows_every_figure_move(console):
     budget = {"budget": "month budget overall", "window": "month", "where": "SKILLS.md:11"}
     assert value(before, "svc_console_budget_remaining_usdc", **budget) == 300
 
-    auto = await submit(runtime, "auto-bot")  # approved by the rule, then paid
+    # The rule and the rate limit name agents that prove their names (an unverified one is
+    # `(unverified)` to them).
+    auto = await submit(runtime, "auto-bot", agent_token(runtime.paths, "auto-bot"))
     assert (await final(runtime, auto["request_id"])).state == State.succeeded
     async with AsyncAgent("research-bot", runtime.paths.socket, token=token) as agent:
         asked = [(await agent.submit(**SEARCH, purpose=f"ask {n}"))["request_id"] for n in (1, 2)]
     for rid in asked:
         await pending(runtime, rid)
     blocked = await submit(runtime, "blocked-bot")  # a deny rule
-    burst = [(await submit(runtime, "burst-bot"))["request_id"] for _ in range(3)]
+    burst_token = agent_token(runtime.paths, "burst-bot")
+    burst = [(await submit(runtime, "burst-bot", burst_token))["request_id"] for _ in range(3)]
     assert (await final(runtime, blocked["request_id"])).state == State.denied
     assert (await final(runtime, burst[2])).state == State.denied  # the rate limit's third
 
@@ -150,7 +153,7 @@ async def test_a_scrape_during_traffic_shows_every_figure_move(console):
     assert value(after, "svc_console_brake_trips_total", brake="rate_limits") == 1
     money = "svc_console_approved_usdc_total"
     assert value(after, money, agent="research-bot", provider="prov_searchly") == 0.01
-    assert value(after, money, agent="(unverified)", provider="prov_searchly") == 0.01
+    assert value(after, money, agent="auto-bot", provider="prov_searchly") == 0.01
     charged = "svc_console_charged_usdc_total"
     assert value(after, charged, agent="research-bot", provider="prov_searchly") == 0.01
     assert value(after, "svc_console_charged_above_approved_total") == 0
@@ -201,7 +204,8 @@ async def test_the_hooks_on_the_broker_s_path_read_nothing_from_the_ledger(conso
     by_scrape: list[str] = []
     runtime.ledger.db.conn.set_trace_callback(traced)
     try:
-        rids = [(await submit(runtime, "auto-bot"))["request_id"] for _ in range(2)]
+        token = agent_token(runtime.paths, "auto-bot")  # the rule names registered agents
+        rids = [(await submit(runtime, "auto-bot", token))["request_id"] for _ in range(2)]
         rids.append((await submit(runtime, "research-bot"))["request_id"])
         for rid in rids[:2]:
             assert (await final(runtime, rid)).state == State.succeeded

@@ -124,12 +124,16 @@ class Outcome:
         wanted = self.test.example
         return self.got == wanted.expect and (wanted.rule is None or wanted.rule == self.rule_name)
 
-    def mismatch(self) -> str:
-        """One line: the test, what it expected, and the rule that decided instead."""
+    def why(self) -> str:
+        """The test, what it expected, and the rule that decided instead."""
         wanted = self.test.example
         expected = wanted.expect + (f" by {wanted.rule!r}" if wanted.rule else "")
         by = f" by {self.decided_by}" if self.decided_by else " (no rule decides it)"
-        return f"{self.test.where}: {wanted.name!r}: expected {expected}, got {self.got}{by}"
+        return f"{wanted.name!r}: expected {expected}, got {self.got}{by}"
+
+    def mismatch(self) -> str:
+        """One line, at the test's place in its file."""
+        return f"{self.test.where}: {self.why()}"
 
 
 def test_blocks(text: str, file: str) -> list[Block]:
@@ -191,6 +195,25 @@ def _deciding_rule(evaluation: Any) -> str | None:
         return evaluation.rule
     effect = "deny" if evaluation.outcome == "deny" else "ask"
     return next((c.rule for c in evaluation.citations if c.effect == effect), None)
+
+
+def failures(policy: CompiledPolicy, files: Sequence[Any]) -> tuple[int, list[PolicyError]]:
+    """How many tests the policy files (`loader.PolicyFile`s) hold, and each that fails or is
+    malformed, at its place: what the policies screen lists as the author types."""
+    count, failing = 0, []
+    for file in files:
+        try:
+            tests = read_tests(file.text, file.name)
+        except PolicyInvalid as exc:
+            count, failing = count + len(exc.errors), failing + exc.errors
+            continue
+        count += len(tests)
+        failing += [
+            PolicyError(o.test.where, f"policy test {o.why()}")
+            for o in run(policy, tests)
+            if not o.passed
+        ]
+    return count, failing
 
 
 def run_text(text: str, name: str, others: Sequence[Any] = ()) -> list[Outcome]:

@@ -13,25 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import plain_request
+from helpers import rejected_requests
 
 from svc_console.cli import main
 from svc_console.config.audit_key import key_file
-from svc_console.core.states import State
 from svc_console.ledger import Ledger
-
-
-def add_requests(path: Path, first: int, count: int) -> None:
-    """Requests as the broker writes them: received, inspected, rejected (three events each)."""
-    ledger = Ledger(path)
-    try:
-        for n in range(first, first + count):
-            request_id = f"req_{n:03d}"
-            ledger.insert_request(plain_request(request_id))
-            ledger.transition(request_id, State.inspecting, at=2.0 + n)
-            ledger.transition(request_id, State.rejected, at=3.0 + n, reason=f"no {n}")
-    finally:
-        ledger.close()
 
 
 def requests_of(path: Path) -> dict[str, str]:
@@ -54,7 +40,7 @@ def snapshot(folder: Path) -> dict[str, str]:
 @pytest.fixture
 def ledger(home: Path) -> Path:
     path = home / "ledger-sandbox.db"  # no service configured: the sandbox's ledger
-    add_requests(path, 0, 6)
+    rejected_requests(path, 0, 6)
     return path
 
 
@@ -120,7 +106,7 @@ def test_an_older_backup_is_refused_without_older_then_restored_keeping_the_newe
 ):
     copy = tmp_path / "older.db"
     assert main(["ledger", "backup", str(copy)]) == 0
-    add_requests(ledger, 6, 2)  # the ledger moves on: 24 events
+    rejected_requests(ledger, 6, 2)  # the ledger moves on: 24 events
     before = snapshot(ledger.parent)
     capsys.readouterr()
     assert main(["ledger", "restore", str(copy)]) == 1
@@ -184,7 +170,7 @@ def test_a_backup_of_another_ledger_does_not_verify_with_this_homes_key(
 ):
     (tmp_path / "other").mkdir()
     other = tmp_path / "other" / "ledger.db"
-    add_requests(other, 0, 9)  # longer, and written with a key of its own
+    rejected_requests(other, 0, 9)  # longer, and written with a key of its own
     before = snapshot(ledger.parent)
     assert main(["ledger", "restore", str(other)]) == 1
     assert "chain broken at event 1" in capsys.readouterr().err

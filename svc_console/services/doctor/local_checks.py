@@ -198,7 +198,7 @@ def _same_user(paths: Paths, settings: AgentSettings) -> Finding:
     return warning(
         "same-user",
         f"agents of your own user are accepted ({why}); an operator credential is set, so they"
-        f" cannot decide, but {SAME_USER_CAN.split(', it cannot')[0]}",
+        f" cannot decide, but {SAME_USER_CAN.split('; it cannot')[0]}",
         APART,
     )
 

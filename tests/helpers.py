@@ -170,6 +170,22 @@ def plain_request(request_id: str = "req_1") -> SpendRequest:
     )  # fmt: skip
 
 
+def rejected_requests(path: Any, first: int = 0, count: int = 6, url: str | None = None) -> None:
+    """Requests written to the ledger at `path` as the broker writes them: each received,
+    inspected and rejected (three audit events each)."""
+    from svc_console.ledger import Ledger
+
+    ledger = Ledger(path, url=url)
+    try:
+        for n in range(first, first + count):
+            request_id = f"req_{n:03d}"
+            ledger.insert_request(plain_request(request_id))
+            ledger.transition(request_id, State.inspecting, at=2.0 + n)
+            ledger.transition(request_id, State.rejected, at=3.0 + n, reason=f"no {n}")
+    finally:
+        ledger.close()
+
+
 async def proxy_execute(
     wallet: Any,
     protocol: str,

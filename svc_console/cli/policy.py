@@ -48,7 +48,7 @@ _REQUEST_KEYS = frozenset(
 
 def add_commands(commands: Any) -> None:
     policy = commands.add_parser(
-        "policy", help="SKILLS.md policies: check, explain, simulate, schema"
+        "policy", help="SKILLS.md policies: check, explain, simulate, test, schema"
     ).add_subparsers(title="policy commands", metavar="COMMAND", required=True)
 
     check = policy.add_parser("check", help="validate policy files; every error at its line")
@@ -75,6 +75,10 @@ def add_commands(commands: Any) -> None:
     simulate.add_argument("--since", default="30d", help="how far back: 30d (default), 12h, 2w")
     simulate.add_argument("--json", action="store_true", help="print the report as JSON")
     simulate.set_defaults(run=run_simulate)
+
+    from svc_console.cli import policy_test
+
+    policy_test.add_command(policy)
 
     schema = policy.add_parser("schema", help="the JSON Schema of policy blocks, for editors")
     schema.set_defaults(run=run_schema)

@@ -18,6 +18,7 @@ from pathlib import Path
 from svc_console.policy.engine import CompiledPolicy
 from svc_console.policy.errors import PolicyError, PolicyInvalid, Where
 from svc_console.policy.loader import LoadedPolicy, PolicyFile, load
+from svc_console.policy.policy_tests import failures
 
 # What a new policy file starts as: valid, and nothing approved without the operator.
 TEMPLATE = """\
@@ -59,6 +60,8 @@ class DraftCheck:
 
     loaded: LoadedPolicy | None
     errors: tuple[PolicyError, ...] = ()
+    tests: int = 0  # the policy-test examples the files hold, run once the policy loads
+    failing: tuple[PolicyError, ...] = ()  # each failing or malformed one, at its line
 
     @property
     def valid(self) -> bool:
@@ -104,13 +107,13 @@ def check(texts: Sequence[tuple[SavedFile, str | None]]) -> DraftCheck:
         files.append(PolicyFile(saved.path, saved.name, text))
     try:
         loaded = load(files) if files else None
-        if loaded is not None:
-            CompiledPolicy(loaded)  # what the broker does next; it may refuse more
+        compiled = CompiledPolicy(loaded) if loaded is not None else None  # it may refuse more
     except PolicyInvalid as exc:
         return DraftCheck(None, tuple(sorted([*problems, *exc.errors], key=lambda e: e.where)))
-    if problems or loaded is None:
+    if problems or loaded is None or compiled is None:
         return DraftCheck(None, tuple(problems))
-    return DraftCheck(loaded)
+    tests, failing = failures(compiled, files)
+    return DraftCheck(loaded, tests=tests, failing=tuple(failing))
 
 
 def diff_lines(saved: str | None, draft: str, name: str) -> list[str]:

@@ -14,14 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import plain_request
+from helpers import rejected_requests
 from tui_support import until
 
 from svc_console.cli import main
 from svc_console.config.audit_key import audit_key, key_file
 from svc_console.config.paths import Paths
-from svc_console.core.states import State
-from svc_console.ledger import Ledger
 from svc_console.ledger.audit_chain import GENESIS, head_path, link, stored_payload
 from svc_console.ledger.engine import open_database
 
@@ -30,16 +28,7 @@ EVENTS = 18  # six requests, three events each
 
 
 def write_ledger(path: Path, requests: int = 6, url: str | None = None) -> None:
-    """A ledger as the broker writes it: each request received, inspected and rejected."""
-    ledger = Ledger(path, url=url)
-    try:
-        for n in range(requests):
-            request_id = f"req_{n:03d}"
-            ledger.insert_request(plain_request(request_id))
-            ledger.transition(request_id, State.inspecting, at=2.0 + n)
-            ledger.transition(request_id, State.rejected, at=3.0 + n, reason=f"no {n}")
-    finally:
-        ledger.close()
+    rejected_requests(path, 0, requests, url)
 
 
 def tamper(path: Path, statement: str) -> None:

@@ -212,7 +212,7 @@ class PoliciesScreen(Screen[None]):
             self.changes = changes
         self.editor.show_errors(result.errors_in(self.file.name))
         errors = self.query_one(PolicyErrorList)
-        errors.show(result.errors, self.colours.high)
+        errors.show((*result.errors, *result.failing), self.colours.high)
         self._draw_draft()
 
     def _reread(self) -> None:

@@ -77,6 +77,8 @@ def draft_state(
         errors=result.errors if result else (),
         saved=saved_here,
         saved_in_force=saved_in_force,
+        tests=result.tests if result else 0,
+        failing=len(result.failing) if result else 0,
     )
 
 

@@ -58,6 +58,8 @@ class DraftState:
     errors: tuple[PolicyError, ...] = ()
     saved: str | None = None  # the SHA-256 just saved from here
     saved_in_force: bool = False
+    tests: int = 0  # policy-test examples run on the draft
+    failing: int = 0  # of which fail (or are malformed)
 
 
 def policy_line(state: PolicyState, colours: Palette) -> Text:
@@ -135,6 +137,7 @@ def draft_line(draft: DraftState, colours: Palette) -> Text:
         text.append(" · cannot be saved", colours.label)
     else:
         text.append("valid", colours.good)
+        _tests(text, draft, colours)
     if draft.new_file:
         text.append(" · new file, ctrl+s creates it", colours.warn)
     elif draft.modified:
@@ -142,6 +145,13 @@ def draft_line(draft: DraftState, colours: Palette) -> Text:
     else:
         text.append(" · same as saved", colours.label)
     return text
+
+
+def _tests(text: Text, draft: DraftState, colours: Palette) -> None:
+    if draft.failing:
+        text.append(f" · {draft.failing} of {draft.tests} policy tests fail", colours.high)
+    elif draft.tests:
+        text.append(f" · {draft.tests} policy test{'s' * (draft.tests > 1)} pass", colours.good)
 
 
 class PolicyStatus(Static):

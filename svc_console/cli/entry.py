@@ -18,6 +18,7 @@ from svc_console.cli import (
     onboarding,
     operators,
     policy,
+    service,
     usage,
     wallet,
     web,
@@ -51,6 +52,7 @@ def parser() -> argparse.ArgumentParser:
         usage,
         mcp,
         web,
+        service,
     )
     for group in groups:
         group.add_commands(commands)

@@ -139,6 +139,7 @@ def move_all(moves: list[Move], owner: tuple[int, int]) -> None:
             shutil.move(move.source, move.target)
             done.append(move)
             _own(move.target, owner)
+            _drop_emptied(move.source.parent)
     except BaseException:
         undo(done)
         raise
@@ -152,6 +153,13 @@ def undo(done: list[Move]) -> None:
         shutil.move(move.target, move.source)
         info = folder.stat()
         _own(move.source, (info.st_uid, info.st_gid))
+        _drop_emptied(move.target.parent)
+
+
+def _drop_emptied(folder: Path) -> None:
+    """The wallet's folder, emptied by its move, goes too: nothing is left where it was."""
+    if folder.name == WALLET_FOLDER and not any(folder.iterdir()):
+        folder.rmdir()
 
 
 def _private_folders(folder: Path, owner: tuple[int, int]) -> None:
@@ -184,10 +192,17 @@ def verify_ledgers(paths: list[Path]) -> str | None:
     from svc_console.ledger.audit import AuditError, verify
 
     for path in paths:
+        sidecars = [path.with_name(path.name + end) for end in ("-wal", "-shm")]
+        before = {sidecar for sidecar in sidecars if sidecar.exists()}
         try:
             report = verify(path)
         except AuditError as exc:
             return f"{path}: {exc}"
+        finally:
+            # What this reader made (as root) is left neither for the service to trip on nor
+            # behind: an empty log and the index of a closed database.
+            for made in set(sidecars) - before:
+                made.unlink(missing_ok=True)
         if not report.intact:
             broken = report.broken.why if report.broken else report.problems[0].why
             return f"{path}: the audit chain does not verify after the move: {broken}"

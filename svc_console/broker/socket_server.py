@@ -148,6 +148,9 @@ class ApprovalSocket:
             raise OSError(f"socket path too long for a Unix socket: {self.path}")
         settings = self.access.settings
         opened = (self.role == Role.agents and settings.opened) or bool(self.operator_uids)
+        if self.operator_uids and not hasattr(socket, "SO_PEERCRED"):
+            # Without the peer's uid, a socket opened to some uids would be open to all.
+            raise OSError("[operator] uids needs a kernel that names a socket peer's uid (Linux)")
         prepare_folder(self.path.parent, home=self.home, opened=opened)
         if self.path.exists() or self.path.is_symlink():
             if not stat.S_ISSOCK(self.path.lstat().st_mode):

@@ -6,7 +6,6 @@ paid call through `svc-console mcp` succeeds once the operator approves with tha
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -38,9 +37,9 @@ SEARCH = {"endpoint_id": "ep_websearch_basic", "inputs": {"query": "q"}, "purpos
 # The MCP host, as the operator: it drops to the operator's uid and runs the bridge as a child
 # (the console traces a request to the host that ran the bridge, which the operator is not).
 AS_OPERATOR = (
-    "import os, subprocess, sys; os.setgroups([]); os.setgid({uid}); os.setuid({uid});"
-    " sys.exit(subprocess.call(sys.argv[1:]))"
-).format(uid=OPERATOR_UID)
+    f"import os, subprocess, sys; os.setgroups([]); os.setgid({OPERATOR_UID});"
+    f" os.setuid({OPERATOR_UID}); sys.exit(subprocess.call(sys.argv[1:]))"
+)
 
 PROBE = """
 import json, sys, urllib.error, urllib.request

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from svc_console.services.service_moves import Move, Where, moves_in
-from svc_console.services.service_plan import Operator, install_plan, said, uninstall_plan
+from svc_console.services.service_plan import Operator, install_plan, uninstall_plan
 from svc_console.services.service_unit import (
     ServiceLayout,
     installed_service,

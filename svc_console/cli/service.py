@@ -51,7 +51,7 @@ def run_install(args: argparse.Namespace) -> int:
     import pwd
 
     from svc_console.services import service_moves as moves_of
-    from svc_console.services.service_plan import install_plan, said
+    from svc_console.services.service_plan import install_plan
     from svc_console.services.service_unit import program_problem, unit_text
 
     operator, where = _operator(args)
@@ -66,21 +66,14 @@ def run_install(args: argparse.Namespace) -> int:
     except KeyError:
         user_exists = False
     steps = install_plan(layout, operator, moves, user_exists=user_exists)
-    unit = unit_text(layout)
-    if args.dry_run:
-        print(said(steps, unit), end="")
-        return 0
-    _as_root_and_asked(args, said(steps))
-    from svc_console.cli.service_steps import carry_out
-
-    carry_out(steps, layout, operator, unit)
-    print(f"svc-console: installed; agents ask at {layout.agents_socket}", flush=True)
+    if _carried_out(args, steps, layout, operator, unit_text(layout)):
+        print(f"svc-console: installed; agents ask at {layout.agents_socket}", flush=True)
     return 0
 
 
 def run_uninstall(args: argparse.Namespace) -> int:
     from svc_console.services import service_moves as moves_of
-    from svc_console.services.service_plan import said, uninstall_plan
+    from svc_console.services.service_plan import uninstall_plan
     from svc_console.services.service_unit import installed_service
 
     found = installed_service()
@@ -91,15 +84,25 @@ def run_uninstall(args: argparse.Namespace) -> int:
     moves = moves_of.moves_back(where, layout.home, moves_of.listing(layout.home))
     _refuse(*moves_of.problems(moves))
     steps = uninstall_plan(layout, operator, moves)
+    if _carried_out(args, steps, layout, operator, None):
+        print(f"svc-console: uninstalled; your files are back in {where.home}", flush=True)
+    return 0
+
+
+def _carried_out(
+    args: argparse.Namespace, steps: list, layout: Any, operator: Any, unit: str | None
+) -> bool:
+    """The steps printed (`--dry-run`: False), or carried out once asked (True)."""
+    from svc_console.services.service_plan import said
+
     if args.dry_run:
-        print(said(steps), end="")
-        return 0
+        print(said(steps, unit), end="")
+        return False
     _as_root_and_asked(args, said(steps))
     from svc_console.cli.service_steps import carry_out
 
-    carry_out(steps, layout, operator, None)
-    print(f"svc-console: uninstalled; your files are back in {where.home}", flush=True)
-    return 0
+    carry_out(steps, layout, operator, unit)
+    return True
 
 
 def run_status(args: argparse.Namespace) -> int:

@@ -119,9 +119,9 @@ class _ClosedIdle(NotConnected):
 
 
 def default_socket_path() -> Path:
-    from svc_console.config.paths import resolve_paths
+    from svc_console.config.paths import client_paths
 
-    return resolve_paths().socket
+    return client_paths().socket
 
 
 def _hello_params(name: str | None, token: str | None, client: str | None) -> dict[str, Any]:

@@ -253,6 +253,7 @@ class Runtime:
             operators=self.operators,
             home=self.paths.home,
             limits=operator_limits,
+            operator_uids=self._read_operator_uids(),
         )
         await self.operator_socket.start()
         self.socket = ApprovalSocket(
@@ -276,6 +277,17 @@ class Runtime:
         except SettingsError as exc:
             log.warning("agents' settings not applied: %s", exc)
             return AgentSettings()
+
+    def _read_operator_uids(self) -> frozenset[int]:
+        """settings.toml's `[operator] uids`; when it cannot be read, none (the operator socket
+        owner-only), never more."""
+        from svc_console.config.operator_settings import operator_uids
+
+        try:
+            return operator_uids(self.paths.settings)
+        except SettingsError as exc:
+            log.warning("operator socket kept to its owner: %s", exc)
+            return frozenset()
 
     def _read_notify_settings(self) -> NotifySettings:
         """settings.toml's `[notify]`; when it cannot be read, no notice at all (the CLI refuses

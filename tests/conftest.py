@@ -87,6 +87,7 @@ def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="svc-"))
     monkeypatch.setenv("SVC_CONSOLE_HOME", str(folder))
     monkeypatch.delenv("SVC_CONSOLE_SOCKET", raising=False)
+    monkeypatch.delenv("SVC_CONSOLE_OPERATOR_SOCKET", raising=False)
     for variable in (
         "SVC_BASE_URL", "SVC_WALLET_API_BASE", "SVC_API_KEY", "SVC_WALLET_CONFIG", "SVC_LEDGER_URL",
     ):  # fmt: skip

@@ -98,14 +98,17 @@ class Methods:
     access: AgentAccess | None = None  # the agents' socket's
     passphrase: Passphrase | None = None  # the operator socket's, when one may be set
     operators: Operators | None = None  # the operator socket's accounts, when any may exist
+    # The operator socket admits other uids (`[operator] uids`): their agents reach it too.
+    shared: bool = False
 
     def __post_init__(self) -> None:
         self.reads = Reads(self.broker)
         self.proof = OperatorProof(self.broker, self.passphrase, self.operators, self._same_user)
 
     def _same_user(self) -> bool:
-        """Whether agents of the console owner's own user are accepted (no rules: as if so)."""
-        return self.access is None or self.access.same_user_accepted
+        """Whether agents of a user the operator socket admits may be running (no rules: as if
+        so): the console owner's own, accepted on the agents' socket, or another operator's."""
+        return self.shared or self.access is None or self.access.same_user_accepted
 
     async def call(self, caller: Caller, method: str, params: dict[str, Any]) -> Any:
         entry = TABLE.get(method)

@@ -5,7 +5,9 @@ The agents' socket (`SVC_CONSOLE_SOCKET`) is owner-only unless `[agents]` opens 
 (mode 0660, that group) or to listed uids (mode 0666, and the console hangs up on every other
 uid); it may live outside SVC_CONSOLE_HOME, in a folder that is checked as OpenSSH checks its
 own (`socket_folder`) and never changed. The operator socket is owner-only, in the home folder,
-and accepts only the console owner's uid, whatever its mode. Which methods each serves is
+and accepts only the console owner's uid, whatever its mode; a console running as a user of its
+own opens it (mode 0666, outside the home) to the uids `[operator] uids` names, and hangs up on
+every other. Which methods each serves is
 `methods`'; who an agent is, `agent_access`'.
 
 A line is answered independently of the others, so a long `spend.wait` never holds up a
@@ -127,10 +129,14 @@ class ApprovalSocket:
         operators: Operators | None = None,
         home: Path | None = None,
         limits: Limits = DEFAULT_LIMITS,
+        operator_uids: frozenset[int] = frozenset(),
     ):
         self.broker, self.path, self.role, self.limits = broker, path, role, limits
         self.access, self.home = access, home
-        self.methods = Methods(broker, limits, role, access, passphrase, operators)
+        self.operator_uids = operator_uids if role == Role.operator else frozenset()
+        self.methods = Methods(
+            broker, limits, role, access, passphrase, operators, bool(self.operator_uids)
+        )
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[_Connection] = set()
         self._peers = PeerShares(limits.max_connections_per_peer)
@@ -141,7 +147,10 @@ class ApprovalSocket:
         if len(os.fsencode(self.path)) > MAX_SOCKET_PATH:
             raise OSError(f"socket path too long for a Unix socket: {self.path}")
         settings = self.access.settings
-        opened = self.role == Role.agents and settings.opened
+        opened = (self.role == Role.agents and settings.opened) or bool(self.operator_uids)
+        if self.operator_uids and not hasattr(socket, "SO_PEERCRED"):
+            # Without the peer's uid, a socket opened to some uids would be open to all.
+            raise OSError("[operator] uids needs a kernel that names a socket peer's uid (Linux)")
         prepare_folder(self.path.parent, home=self.home, opened=opened)
         if self.path.exists() or self.path.is_symlink():
             if not stat.S_ISSOCK(self.path.lstat().st_mode):
@@ -166,7 +175,7 @@ class ApprovalSocket:
         _quiet_accept_failures(self._refusals)
         if not opened:
             self.path.chmod(0o600)
-        elif settings.uids:
+        elif settings.uids or self.operator_uids:
             self.path.chmod(0o666)  # listed uids may connect; the peer check refuses the rest
         else:
             os.chown(self.path, -1, settings.gid)
@@ -241,7 +250,11 @@ class ApprovalSocket:
         """Why this peer may not use this socket, or None."""
         if self.role == Role.agents:
             return self.access.refusal(peer)
-        if peer is not None and peer.uid != os.getuid():
+        if peer is not None and peer.uid != os.getuid() and peer.uid not in self.operator_uids:
+            if self.operator_uids:
+                return (
+                    f"uid {peer.uid} may not use the operator socket: [operator] uids names who may"
+                )
             return f"the operator socket accepts only uid {os.getuid()}, the console's owner"
         return None
 

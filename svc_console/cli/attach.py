@@ -10,10 +10,10 @@ from typing import Any
 def attached_console() -> Any:
     """An AttachedConsole when a broker answers on this home's operator socket, else None.
     Nothing heavier than the socket client is imported until one does."""
-    from svc_console.config.paths import resolve_paths
+    from svc_console.config.paths import client_paths
     from svc_console.services.broker_probe import running_broker
 
-    paths = resolve_paths()
+    paths = client_paths()
     hello = running_broker(paths.operator_socket)
     if hello is None:
         return None

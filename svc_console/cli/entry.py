@@ -20,6 +20,7 @@ from svc_console.cli import (
     onboarding,
     operators,
     policy,
+    service,
     usage,
     wallet,
     web,
@@ -55,6 +56,7 @@ def parser() -> argparse.ArgumentParser:
         usage,
         mcp,
         web,
+        service,
     )
     for group in groups:
         group.add_commands(commands)

@@ -46,7 +46,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     import anyio
 
     from svc_console.agent import AgentError, AsyncAgent, NotConnected
-    from svc_console.config.paths import resolve_paths
+    from svc_console.config.paths import client_paths
 
     token = _token(args.token_file)
     where = args.http
@@ -54,7 +54,7 @@ def run_mcp(args: argparse.Namespace) -> int:
         raise CommandError(
             "--http needs the agent's token (SVC_AGENT_TOKEN or --token-file)", EXIT_USAGE
         )
-    agent = AsyncAgent(args.agent, resolve_paths().socket, token=token or None, client=CLIENT)
+    agent = AsyncAgent(args.agent, client_paths().socket, token=token or None, client=CLIENT)
 
     async def serve() -> None:
         from svc_console.mcp_bridge.server import Bridge

@@ -180,10 +180,10 @@ def run_add(args: argparse.Namespace) -> int:
 
 
 def _broker_runs() -> bool:
-    from svc_console.config.paths import resolve_paths
+    from svc_console.config.paths import client_paths
     from svc_console.services.broker_probe import running_broker
 
-    return running_broker(resolve_paths().operator_socket) is not None
+    return running_broker(client_paths().operator_socket) is not None
 
 
 def _add_through_the_console(args: argparse.Namespace) -> str | None:

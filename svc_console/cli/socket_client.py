@@ -15,9 +15,9 @@ CLIENT = "svc-console"
 
 def connect(name: str | None, *, operator: bool = False) -> Any:
     from svc_console.agent import Agent, AgentError, NotConnected
-    from svc_console.config.paths import resolve_paths
+    from svc_console.config.paths import client_paths
 
-    paths = resolve_paths()
+    paths = client_paths()
     if operator:
         # The operator socket knows the operator by uid; no agent token is ever sent there.
         agent = Agent(None, paths.operator_socket, token="", client=CLIENT)

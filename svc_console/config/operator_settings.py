@@ -2,6 +2,8 @@
 
     [operator]
     name = "alice"    # the TUI's decisions name this operator
+    uids = [1000]     # these uids may use the operator socket too (a console running as a
+                      # user of its own: `svc-console service install` writes it)
 
 The TUI runs in the console owner's process, behind the owner's terminal, so it asks no token:
 it decides as this name. Without it, the TUI's decisions name their channel ("tui") and no
@@ -19,12 +21,7 @@ from svc_console.core import names
 
 def console_operator(path: Path) -> str | None:
     """`[operator] name`, checked; None when unset."""
-    table = read_settings(path).get("operator", {})
-    if not isinstance(table, dict):
-        raise SettingsError(f"{path}: [operator] must be a table")
-    unknown = set(table) - {"name"}
-    if unknown:
-        raise SettingsError(f"{path}: [operator] takes only name; unknown: {', '.join(unknown)}")
+    table = _table(path)
     name = table.get("name")
     if name is None:
         return None
@@ -36,3 +33,26 @@ def console_operator(path: Path) -> str | None:
         return names.canonical(name)
     except ValueError:
         raise wrong from None
+
+
+def operator_uids(path: Path) -> frozenset[int]:
+    """`[operator] uids`, checked: the uids besides the console's own that the operator socket
+    admits (every act there then needs an operator credential: their agents reach it too)."""
+    uids = _table(path).get("uids", [])
+    if not isinstance(uids, list) or not all(
+        isinstance(uid, int) and not isinstance(uid, bool) and uid >= 0 for uid in uids
+    ):
+        raise SettingsError(f"{path}: [operator] uids must be a list of user ids, [1000]")
+    return frozenset(uids)
+
+
+def _table(path: Path) -> dict:
+    table = read_settings(path).get("operator", {})
+    if not isinstance(table, dict):
+        raise SettingsError(f"{path}: [operator] must be a table")
+    unknown = set(table) - {"name", "uids"}
+    if unknown:
+        raise SettingsError(
+            f"{path}: [operator] takes only name and uids; unknown: {', '.join(sorted(unknown))}"
+        )
+    return table

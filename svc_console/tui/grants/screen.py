@@ -17,7 +17,7 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Static
 
 from svc_console.broker import Broker, BrokerError
 from svc_console.broker.deciders import Decider
@@ -32,6 +32,7 @@ from svc_console.tui.grants.table import GrantsTable, clock_time, usdc
 from svc_console.tui.navigation import register_screen
 from svc_console.tui.policies.dialogs import ConfirmPolicyChange
 from svc_console.tui.widgets.banner import service_banner
+from svc_console.tui.widgets.chrome import ConsoleFooter, heading
 
 log = logging.getLogger(__name__)
 
@@ -85,12 +86,12 @@ class GrantsScreen(Screen[None]):
         banner = service_banner(self.broker.market, self.runtime.agent_warning)
         if banner is not None:
             yield banner
-        yield Header(show_clock=False, icon="$")
+        yield from heading()
         yield Static("", id="grants-status", markup=False)
         yield GrantsTable(id="grants-table")
         yield Static("", id="grants-detail", markup=False)
         yield Static("", id="grants-empty", markup=False)
-        yield Footer()
+        yield ConsoleFooter()
 
     @property
     def table(self) -> GrantsTable:

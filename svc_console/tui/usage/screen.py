@@ -24,7 +24,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from svc_console.core.sanitize import inert_line
@@ -60,6 +60,7 @@ from svc_console.tui.usage.summary import SpendBreakdown, SpendChart, totals_tex
 from svc_console.tui.usage.sync_status import SyncStatus, sync_text
 from svc_console.tui.usage.table import UsageTable
 from svc_console.tui.widgets.banner import service_banner
+from svc_console.tui.widgets.chrome import ConsoleFooter, heading
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +153,7 @@ class UsageScreen(Screen[None]):
         banner = service_banner(self.source.market, self.source.agent_warning)
         if banner is not None:
             yield banner
-        yield Header(show_clock=False, icon="$")
+        yield from heading()
         yield Static("", id="usage-filters", markup=False)
         with Horizontal(id="usage-status"):
             yield Static("", id="usage-totals", markup=False)
@@ -171,7 +172,7 @@ class UsageScreen(Screen[None]):
         self._query(table, summary=False)
         yield table
         yield Static("", id="usage-detail", markup=False)
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._redraw())

@@ -305,7 +305,8 @@ class Deciding(AsShown):
         added = self.marks.add(matching)
         self.reload()
         which = "the filter matches" if self.filter.active else "waiting"
-        text = f"{len(self.marks)} marked ({added} more): every request {which}"
+        newly = f", {added} of them just now" if added != len(self.marks) else ""
+        text = f"{len(self.marks)} marked{newly}: every request {which}"
         if len(self.marks) >= MOST:
             text += f", up to {MOST} at once"
         self.notify(text, markup=False)

@@ -20,6 +20,7 @@ from textual.widgets import Static
 from svc_console.broker import BrokerError
 from svc_console.broker.deciders import Decider
 from svc_console.core.sanitize import inert_line
+from svc_console.core.wording import plural
 from svc_console.ledger.pauses import Pause
 from svc_console.tui.colors import Palette
 
@@ -113,12 +114,15 @@ def render(pauses: list[Pause], now: float, colours: Palette, key: str = "R") ->
             text.append("\n")
         text.append("⏸ paused: ", style=f"bold {colours.warn}")
         text.append(inert_line(pause.agent, 40), style="bold")
+        # Only its rules are paused: the agent still asks, the operator decides.
+        text.append("'s rules", style="bold")
         text.append(f" — {inert_line(pause.reason, 80)} ({since(pause.since, now)})")
         if n == 0:
             text.append(f" · {hint}", style=colours.label)
     others = pauses[len(named) :]
     if others:
-        text.append(f"\n⏸ {len(others)} more paused: ", style=f"bold {colours.warn}")
+        more = f"\n⏸ rules of {plural(len(others), 'more agent')} paused: "
+        text.append(more, style=f"bold {colours.warn}")
         text.append(", ".join(inert_line(pause.agent, 24) for pause in others))
     return text
 

@@ -30,6 +30,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from svc_console.core.sanitize import inert_line
 from svc_console.core.taxonomy import domain_label
 from svc_console.core.usage import DAY_S, UsageFilter
+from svc_console.core.wording import plural
 from svc_console.ledger import usage_query as ledger_usage
 from svc_console.ledger.readers import Interrupted, Reader, open_reader
 from svc_console.ledger.usage_query import UsageRow
@@ -429,7 +430,7 @@ class UsageScreen(Screen[None]):
 
     def on_export_finished(self, message: ExportFinished) -> None:
         self.notify(
-            f"Exported {message.count:,} charges to {inert_line(message.path, 100)}",
+            f"Exported {plural(message.count, 'charge')} to {inert_line(message.path, 100)}",
             title="Usage exported",
             markup=False,
         )

@@ -223,7 +223,8 @@ async def test_a_restart_keeps_the_counts_and_the_pauses(start):
         assert (await settled(runtime, "loop-bot", {"query": f"new {n}"})).state != State.denied
     assert (await settled(runtime, "loop-bot", {"query": "ninth"})).state == State.denied
     paused = await settled(runtime, "flaky-bot", {"query": "solar"})
-    assert paused.state == State.pending and "flaky-bot's rules are paused" in paused.verdict.summary
+    assert paused.state == State.pending
+    assert "flaky-bot's rules are paused" in paused.verdict.summary
 
 
 async def _cli(runtime: Runtime, *args: str) -> subprocess.CompletedProcess[str]:

@@ -375,7 +375,9 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
         if severity is None or request.id not in self._approved_here:
             return
         text = outcome_text(request)
-        if request.state not in (State.awaiting_funds, State.repriced):
+        # Waiting for funds, the request is the wallet screen's: its funding flow says how it
+        # ends, and one notice per event is enough.
+        if request.state != State.repriced:
             self._approved_here.discard(request.id)
         self.notify(text, severity=severity, markup=False)
 

@@ -25,6 +25,7 @@ from tui_support import (
 from svc_console.config.paths import Paths
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
+from svc_console.tui.glyphs import glyph
 from svc_console.tui.usage.screen import UsageScreen
 from svc_console.tui.widgets.chrome import ScreenTabs
 from svc_console.tui.widgets.giving_way import give_way
@@ -188,3 +189,30 @@ async def test_the_sandbox_banner_keeps_its_address_at_80_columns(
         await started(pilot)
         banner = screen_rows(pilot.app)[0]
         assert "no real money moves" in banner and "http://127.0.0.1:8402" in banner
+
+
+async def test_the_footer_is_drawn_before_the_app_has_the_focus(
+    console: Callable[..., ConsoleApp],
+):
+    """A browser gives the app the focus at the first tap: the footer must not wait for it."""
+    app = console()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(pilot)
+        await until(pilot, lambda: "f1 Help" in screen_rows(app).get(39, ""))
+        app.app_focus = False
+        # Not by a key: a key press gives the app the focus.
+        await app.run_action("show_screen('usage')")
+        await until(pilot, lambda: isinstance(app.screen, UsageScreen))
+        await until(pilot, lambda: "q Quit" in screen_rows(app).get(39, ""))
+        assert not app.app_focus
+
+
+def test_the_web_console_draws_glyphs_a_browser_font_has():
+    class Browser:
+        is_web = True
+
+    class Terminal:
+        is_web = False
+
+    assert glyph(Terminal(), "paused") == "⏸"
+    assert glyph(Browser(), "paused") == "‖"

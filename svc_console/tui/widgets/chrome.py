@@ -6,6 +6,7 @@ and help, whatever the terminal's width.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -65,6 +66,13 @@ class ConsoleFooter(Footer):
         if self.app.size.width < NARROW_FOOTER:
             keys = list(_kept_first(keys))
         yield from keys
+
+    def bindings_changed(self, screen: Any) -> None:
+        # Textual's footer waits for the app to have the focus, which a browser gives only at
+        # the first tap: the web console's footer stayed blank until then.
+        self._bindings_ready = True
+        if self.is_attached and screen is self.screen:
+            self.call_after_refresh(self.recompose)
 
     def on_resize(self) -> None:
         narrow = self.app.size.width < NARROW_FOOTER

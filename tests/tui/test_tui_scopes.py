@@ -362,8 +362,9 @@ async def test_after_a_grant_the_waiting_requests_it_matches_are_offered(console
         await type_into(pilot, "#total", "0.05")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, BulkModal))
+        asked = "2 more waiting requests match: approve them too?"
+        await until(pilot, lambda: asked in screen_text(app))
         text = screen_text(app)
-        assert "2 more waiting requests match: approve them too?" in text
         assert "2 requests, up to 0.02 USDC in all" in text
         assert sorted(r.id for r in app.screen.requests) == sorted(others)
         app.screen.query_one("#confirm", Button).press()
@@ -388,7 +389,9 @@ async def test_declining_the_offer_decides_nothing_more(console):
         await type_into(pilot, "#reason", "not this week")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, BulkModal))
-        assert "2 more waiting requests match: deny them too?" in screen_text(app)
+        await until(
+            pilot, lambda: "2 more waiting requests match: deny them too?" in screen_text(app)
+        )
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
         assert broker.get(first).state == State.denied
@@ -406,4 +409,5 @@ async def test_after_a_rule_the_waiting_requests_it_matches_are_offered(console,
         await until(pilot, lambda: isinstance(app.screen, AlwaysModal))
         app.screen.query_one("#confirm", Button).press()
         await until(pilot, lambda: isinstance(app.screen, BulkModal))
-        assert "2 more waiting requests match: approve them too?" in screen_text(app)
+        asked = "2 more waiting requests match: approve them too?"
+        await until(pilot, lambda: asked in screen_text(app))

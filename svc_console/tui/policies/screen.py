@@ -494,8 +494,6 @@ class PoliciesScreen(Screen[None]):
         self.query_one(PolicyDrift).show(self.service, self.colours)
         self._draw_status()
 
-    # -- which keys apply -------------------------------------------------------------------------
-
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # One policy file: nothing to switch to, so the palette does not offer it.
         return not (action == "switch_file" and len(self.work.saved) < 2)

@@ -119,9 +119,11 @@ def render(
         text.append(inert_line(pause.agent, 40), style="bold")
         # Only its rules are paused: the agent still asks, the operator decides.
         text.append("'s rules", style="bold")
-        text.append(f" — {inert_line(pause.reason, 80)} ({since(pause.since, now)})")
+        # The key before the reason: a narrow strip cuts the reason (the detail has it).
+        text.append(f" {since(pause.since, now)}")
         if n == 0:
             text.append(f" · {hint}", style=colours.label)
+        text.append(f" — {inert_line(pause.reason, 80)}")
     others = pauses[len(named) :]
     if others:
         more = f"\n{mark} rules of {plural(len(others), 'more agent')} paused: "

@@ -96,6 +96,9 @@ LOOPING_AGENT = "watch-bot"
 # The sandbox wallet holds this much in the demo: enough for the small calls, not for the video
 # clip (1.50 USDC), so approving it opens the funding checkout.
 DEMO_BALANCE = Decimal("1.20")
+# What the demo's funding page offers to add: the daily budget of its four agents (3 USDC each)
+# and more, so after the checkout no approval of a ten-minute tour waits for funds again.
+DEMO_TOP_UP = Decimal(15)
 PERSONAS = (
     Persona(
         "research-bot",
@@ -205,9 +208,9 @@ never_send: [emails]
 
 ## Brakes
 
-Five failures in a row (denied by the operator or by a rule, or failed upstream) pause an agent:
-its requests all wait for the operator until the operator resumes it (`R` on the approvals
-screen, or `svc-console agents resume NAME`).
+Five requests in a row denied (by the operator or by a rule) or failed upstream pause an agent's
+rules: its requests all wait for the operator until the operator resumes it (`R` on the
+approvals screen, or `svc-console agents resume NAME`).
 
 ```policy
 repeats:
@@ -224,13 +227,15 @@ circuit_breaker:
 
 async def prepare(base_url: str, api_key: str) -> None:
     """The demo's sandbox, over its admin routes (it is served by another process): a wallet too
-    poor for the video clip (see DEMO_BALANCE), and one paid call billed above its approval, for
+    poor for the video clip (see DEMO_BALANCE) whose checkout offers a tour's worth
+    (DEMO_TOP_UP), and one paid call billed above its approval, for
     the usage screen's reconciliation to flag."""
     import httpx
 
     headers = {"Authorization": f"Bearer {api_key}"}
     async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=60.0) as sandbox:
-        answer = await sandbox.put("/sandbox/balance", json={"balanceUsdc": str(DEMO_BALANCE)})
+        funds = {"balanceUsdc": str(DEMO_BALANCE), "topUpUsdc": str(DEMO_TOP_UP)}
+        answer = await sandbox.put("/sandbox/balance", json=funds)
         answer.raise_for_status()
         overbill = {"kind": "overbill", "factor": 3, "count": 1}
         answer = await sandbox.post("/sandbox/faults", json=overbill)

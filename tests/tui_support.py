@@ -166,13 +166,15 @@ def build_console(
     return ConsoleApp(runtime, cursor_blink=False, **app_options)
 
 
-def seed_pending(paths: Paths, count: int, now: float, url: str | None = None) -> list[str]:
+def seed_pending(
+    paths: Paths, count: int, now: float, url: str | None = None, agents: tuple[str, ...] = ()
+) -> list[str]:
     """`count` requests waiting for the operator, written to the sandbox ledger through the
     ledger's own API before the console starts (as a previous run would have left them).
 
     Request n is n seconds younger than request n-1; amounts, agents and expiry times are spread
     so that each sort gives another order; every fifth request has a high risk flag and every
-    third a warning."""
+    third a warning. `agents` names the agents in turn instead of the seed's own names."""
     from svc_console.sandbox.catalog import catalog
 
     record = catalog().get("ep_websearch_basic")
@@ -185,7 +187,9 @@ def seed_pending(paths: Paths, count: int, now: float, url: str | None = None) -
             created = now - 10_000 + n
             request = SpendRequest(
                 id=f"req_seed{n:04d}",
-                agent=f"{SEED_AGENTS[n % len(SEED_AGENTS)]}-bot",
+                agent=agents[n % len(agents)]
+                if agents
+                else f"{SEED_AGENTS[n % len(SEED_AGENTS)]}-bot",
                 kind="market_call",
                 endpoint_id=record.id,
                 inputs={"query": f"topic {n}"},

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from svc_console.cli.errors import EXIT_USAGE, CommandError
+from svc_console.core.wording import plural
 
 STATES = ("flagged", "ok", "uncovered", "over", "conflict")
 
@@ -113,5 +114,5 @@ def run_export(args: argparse.Namespace) -> int:
         return 0
     finally:
         conn.close()
-    print(f"{written:,} charges written to {args.output}", file=sys.stderr)
+    print(f"{plural(written, 'charge')} written to {args.output}", file=sys.stderr)
     return 0

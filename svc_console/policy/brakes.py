@@ -37,6 +37,7 @@ from typing import Any
 from svc_console.core.money import format_usdc, from_atomic
 from svc_console.core.names import counted_as
 from svc_console.core.same_inputs import comparable
+from svc_console.core.wording import plural
 from svc_console.policy.budgets import RollingTotals
 from svc_console.policy.checks import Cite
 from svc_console.policy.facts import Facts
@@ -99,10 +100,13 @@ def span(seconds: float) -> str:
     """A window or an interval in words: 45 seconds, 6 minutes, 2 hours, 3 days."""
     for unit, size in (("day", 86_400), ("hour", 3600), ("minute", 60)):
         if seconds >= size:
-            count = max(1, round(seconds / size))
-            return f"{count} {unit}{'s' if count != 1 else ''}"
-    count = max(1, round(seconds))
-    return f"{count} second{'s' if count != 1 else ''}"
+            return plural(max(1, round(seconds / size)), unit)
+    return plural(max(1, round(seconds)), "second")
+
+
+def unsuccessful(count: int) -> str:
+    """What the circuit breaker counts, in words: denials are no failures."""
+    return f"{plural(count, 'request')} in a row denied or failed"
 
 
 def ordinal(number: int) -> str:
@@ -366,7 +370,7 @@ class Brakes:
         if len(run) < rule.failures or at - run[0] > rule.window:
             return None
         del self._runs[agent]
-        return f"{rule.failures} failures in a row within {span(rule.window)}"
+        return f"{unsuccessful(rule.failures)} within {span(rule.window)}"
 
     def resumed(self, agent: str) -> None:
         self._runs.pop(agent, None)

@@ -144,7 +144,7 @@ class CompiledPolicy:
         if brakes:
             result.tally = self.brakes.check(facts, totals, now, cites)
         if paused is not None:
-            why = f"agent {facts.agent} is paused ({paused}) until an operator resumes it"
+            why = f"agent {facts.agent}'s rules are paused ({paused}) until an operator resumes it"
             where = self.brakes.where("circuit_breaker")
             cites.append(Cite("ask", "circuit_breaker", why, where))
         if self._two_person is not None and facts.amount > self._two_person:

@@ -265,7 +265,9 @@ class LivePolicy:
     def _without_rules(self, facts: Facts, now: float, paused: str | None) -> Verdict:
         """No policy in force: the operator decides, but for what their grants decide."""
         if paused is not None:
-            return Verdict(outcome="ask", summary=f"agent {facts.agent} is paused ({paused})")
+            return Verdict(
+                outcome="ask", summary=f"agent {facts.agent}'s rules are paused ({paused})"
+            )
         result = Evaluation()
         if self.grants.denies(facts, now, result.citations) is not None:
             result.outcome = "deny"

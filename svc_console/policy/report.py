@@ -12,6 +12,7 @@ from typing import Any
 
 from svc_console.core.money import format_usdc, from_atomic
 from svc_console.core.sanitize import inert_line
+from svc_console.policy.brakes import unsuccessful
 from svc_console.policy.facts import Facts
 from svc_console.policy.rules import LIST_KEYS
 
@@ -90,8 +91,8 @@ def _brakes(rules: Any) -> list[str]:
     if rules.circuit_breaker is not None:
         breaker = rules.circuit_breaker
         lines.append(
-            f"  circuit breaker: {breaker.failures} failures in a row within"
-            f" {_duration(breaker.window)} pause the agent"
+            f"  circuit breaker: {unsuccessful(breaker.failures)} within"
+            f" {_duration(breaker.window)} pause the agent's rules"
         )
     if rules.velocity is not None:
         fast = rules.velocity

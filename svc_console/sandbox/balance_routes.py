@@ -22,7 +22,8 @@ BALANCE_PATH = "/sandbox/balance"
 
 
 def routes(state: SandboxState) -> list[Route]:
-    """`GET` answers `{balanceUsdc}`; `PUT {balanceUsdc}` sets it and answers the same."""
+    """`GET` answers `{balanceUsdc}`; `PUT {balanceUsdc, topUpUsdc?}` sets it (and the least
+    the funding page offers to add) and answers the same."""
 
     async def show(request: Request) -> Response:
         require_admin_key(state, request)
@@ -35,7 +36,13 @@ def routes(state: SandboxState) -> list[Route]:
             amount = parse_usdc(body.get("balanceUsdc"))
         except ValueError as exc:
             raise Refusal(400, "INVALID_PARAMS", f"balanceUsdc {exc}") from None
+        top_up = body.get("topUpUsdc")
+        try:
+            top_up = None if top_up is None else parse_usdc(top_up)
+        except ValueError as exc:
+            raise Refusal(400, "INVALID_PARAMS", f"topUpUsdc {exc}") from None
         state.set_balance(amount)
+        state.top_up = top_up
         return JSONResponse({"balanceUsdc": str(state.balance), "sandbox": True})
 
     return [

@@ -64,7 +64,15 @@ class _FundingPage:
         if not 0 < amount <= FUNDING_MAX:
             amount = FUNDING_DEFAULT
         shown = format_usdc(amount) if asked and amount != FUNDING_DEFAULT else str(FUNDING_DEFAULT)
-        return page("Fund the sandbox wallet", self._form(self.state.balance, amount=shown))
+        note = ""
+        top_up = self.state.top_up
+        if top_up is not None and amount < top_up:
+            note = (
+                f"<p>The request waiting lacks {html.escape(shown)} USDC; this sandbox offers"
+                f" {html.escape(format_usdc(top_up))} so the requests after it are paid too.</p>\n"
+            )
+            shown = format_usdc(top_up)
+        return page("Fund the sandbox wallet", self._form(self.state.balance, note, amount=shown))
 
     async def fund(self, request: Request) -> Response:
         unknown = self._known_wallet(request)

@@ -86,6 +86,9 @@ class SandboxState:
         self.funding_token = secrets.token_urlsafe(16)
         self.base_url: str | None = None
         self._balance = parse_usdc(balance)
+        # The least the funding page offers to add (None: what the checkout asked): the demo
+        # sets it so one checkout pays for the rest of its tour, not only the request waiting.
+        self.top_up: Decimal | None = None
         if registry is None:
             from svc_console.sandbox.catalog import catalog
 

@@ -43,6 +43,8 @@ from svc_console.tui.preferences import load_preferences, settings_path
 from svc_console.tui.saved_theme import save_theme
 from svc_console.tui.themes import BUNDLED_THEMES, load_themes, pick_theme
 from svc_console.tui.unsaved import quit_asking
+from svc_console.tui.widgets.banner import service_banner
+from svc_console.tui.widgets.chrome import ScreenTabs
 
 if TYPE_CHECKING:
     from svc_console.runtime import Runtime
@@ -366,6 +368,8 @@ class ConsoleApp(App[None]):
         self._bind_screen_keys()
         self.refresh_bindings()
         self.screens_open = True
+        for tabs in self.screen.query(ScreenTabs):
+            tabs.refresh()
         self._report_screen_problems(problems)
 
     def _build_screen(self, entry: navigation.ScreenEntry) -> Screen[None]:
@@ -375,7 +379,9 @@ class ConsoleApp(App[None]):
         if serves is not None and not serves(entry.name):
             from svc_console.tui.attached.served_elsewhere import ServedElsewhere
 
-            return ServedElsewhere(entry.name, entry.title)
+            broker = getattr(self.runtime, "broker", None)
+            banner = service_banner(getattr(broker, "market", None), self.runtime.agent_warning)
+            return ServedElsewhere(entry.name, entry.title, banner)
         return entry.build(self.runtime)
 
     def _report_screen_problems(self, problems: list[str]) -> None:

@@ -28,6 +28,7 @@ from svc_console.core.sanitize import inert_line
 from svc_console.core.shown_facts import facts_digest
 from svc_console.tui.bindings import bindings
 from svc_console.tui.widgets.countdown import Countdown
+from svc_console.tui.widgets.dialog_keys import ARROW_BINDINGS, ButtonArrows
 from svc_console.tui.widgets.queue import endpoint_name
 
 ResultType = TypeVar("ResultType")
@@ -75,10 +76,10 @@ def refuse_expired(dialog: ModalScreen[object]) -> None:
     dialog.query_one("#cancel", Button).focus()
 
 
-class _DecisionModal(ModalScreen[ResultType]):
+class _DecisionModal(ButtonArrows, ModalScreen[ResultType]):
     """The frame both dialogs share: a title, what is being decided, one input, an error line."""
 
-    BINDINGS = bindings("modal")
+    BINDINGS = [*bindings("modal"), *ARROW_BINDINGS]
     TITLE_TEXT = ""
     CONFIRM_LABEL = "OK"
     CONFIRM_VARIANT = "primary"

@@ -160,12 +160,12 @@ async def test_five_failures_pause_the_agent_until_an_operator_resumes_it(start)
         ("flaky-bot", "policy: circuit_breaker")
     ]
     why = pauses.paused(runtime.ledger)[0].reason
-    assert why == "5 failures in a row within 15 minutes"
+    assert why == "5 requests in a row denied or failed within 15 minutes"
     # A search the auto-approve rule would approve now waits for the operator.
     waiting = await settled(runtime, "flaky-bot", {"query": "solar"})
     assert waiting.state == State.pending
     assert waiting.verdict.summary == (
-        "the operator decides: circuit_breaker (SKILLS.md:13): agent flaky-bot is paused"
+        "the operator decides: circuit_breaker (SKILLS.md:13): agent flaky-bot's rules are paused"
         f" ({why}) until an operator resumes it"
     )
     # Other agents are not paused.
@@ -226,7 +226,8 @@ async def test_a_restart_keeps_the_counts_and_the_pauses(start):
         assert (await settled(runtime, "loop-bot", {"query": f"new {n}"})).state != State.denied
     assert (await settled(runtime, "loop-bot", {"query": "ninth"})).state == State.denied
     paused = await settled(runtime, "flaky-bot", {"query": "solar"})
-    assert paused.state == State.pending and "flaky-bot is paused" in paused.verdict.summary
+    assert paused.state == State.pending
+    assert "flaky-bot's rules are paused" in paused.verdict.summary
 
 
 async def _cli(runtime: Runtime, *args: str) -> subprocess.CompletedProcess[str]:
@@ -269,7 +270,7 @@ async def test_explain_names_the_brake_and_its_count_and_simulate_replays_the_br
     assert "agents the circuit breaker would have paused" in simulated.stdout
     assert (
         "scrape-bot at " in simulated.stdout
-        and "2 failures in a row within 15 minutes" in simulated.stdout
+        and "2 requests in a row denied or failed within 15 minutes" in simulated.stdout
     )
 
 

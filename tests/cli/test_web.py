@@ -51,8 +51,13 @@ async def test_without_the_token_nothing_is_served(web):
             refused = await client.get(path)
             assert refused.status_code == 401, path
             assert "needs its login token" in refused.text
+            # Only a token offered and wrong is called wrong; none offered is just asked for.
+            assert ("is not this console" in refused.text) == ("token=" in path), path
+            assert "svcweb_wrong" not in refused.text
         wrong = await client.post("/login", data={"token": "svcweb_wrong"})
         assert wrong.status_code == 401 and COOKIE not in wrong.cookies
+        assert "That token is not this console's." in wrong.text
+        assert "svcweb_wrong" not in wrong.text
 
 
 async def test_with_the_token_the_page_is_served(web):

@@ -236,8 +236,44 @@ async def test_the_demo_reaches_its_paths_the_policy_a_confirmation_and_an_unfun
             timeout=20,
         )
         assert waiting.funding_url or waiting.reason
+        await _fund_the_clip_through_its_checkout(runtime, clip.id)
     finally:
         await runtime.stop()
+
+
+async def _fund_the_clip_through_its_checkout(runtime, clip_id: str) -> None:
+    """The checkout the wallet screen opens for the clip, paid as its page offers: the page
+    offers the demo's top-up, not the few cents the clip lacks, so after the clip is paid the
+    wallet still holds every agent's daily budget and no later approval waits for funds."""
+    import re
+    from decimal import Decimal
+
+    import httpx
+
+    from svc_console.broker.funding import Funding
+    from svc_console.demo import DEMO_TOP_UP
+
+    funding = Funding(runtime.broker)
+    started = await funding.start(clip_id)
+    lacks, before = started["shortfall_usdc"], Decimal(started["balance_usdc"])
+    assert before < Decimal("1.50") <= before + Decimal(lacks) and started["link"]
+    async with httpx.AsyncClient(timeout=30) as http:
+        page = (await http.get(started["link"])).text
+        assert f"lacks {lacks} USDC" in page and f'name="amount" value="{DEMO_TOP_UP:.2f}"' in page
+        token = re.search(r'name="token" value="([^"]+)"', page)
+        assert token is not None
+        amount = re.search(r'name="amount" value="([^"]+)"', page)
+        assert amount is not None
+        answer = await http.post(
+            started["link"], data={"token": token.group(1), "amount": amount.group(1)}
+        )
+        assert answer.status_code == 200
+    paid = await funding.retry(clip_id, timeout_s=20)
+    assert paid.state == State.succeeded
+    left = await funding.market.account.wallets()
+    assert left.balance_usdc == before + DEMO_TOP_UP - Decimal("1.50")
+    # The demo policy's per-agent daily budget, for each of its four agents.
+    assert left.balance_usdc >= 4 * Decimal(3)
 
 
 async def test_the_consoles_own_sandbox_is_a_child_process_that_the_demo_prepares_over_http(paths):

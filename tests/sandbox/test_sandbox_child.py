@@ -67,6 +67,10 @@ async def test_the_balance_is_set_and_read_over_the_admin_route_with_the_api_key
         assert Decimal(usage.json()["balanceUsdc"]) == Decimal("1.20")
         refused = await http.put("/sandbox/balance", json={"balanceUsdc": "-1"})
         assert refused.status_code == 400
+        # A top-up that is no amount is refused with its name, and the balance stays.
+        bad = {"balanceUsdc": "50", "topUpUsdc": "plenty"}
+        refused = await http.put("/sandbox/balance", json=bad)
+        assert refused.status_code == 400 and "topUpUsdc" in refused.text
     async with admin(child, key="sk_live_not-the-key") as stranger:
         assert (await stranger.get("/sandbox/balance")).status_code == 401
         refused = await stranger.put("/sandbox/balance", json={"balanceUsdc": "99"})

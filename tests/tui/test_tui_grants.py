@@ -119,3 +119,56 @@ def test_snapshot_grants(snap_compare: Any, console):
         await open_grants(pilot, 2)
 
     assert snap_compare(app, terminal_size=(120, 30), run_before=run_before)
+
+
+async def test_grants_move_with_j_and_k_and_revoke_with_the_approvals_dialog_keys(console):
+    """The approvals screen's keys: j/k select; the revoke dialog names its key on the button
+    that acts, starts on the safe one (enter keeps), Left/Right move between them, and the
+    named key revokes."""
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        await two_grants(pilot, app)
+        broker = app.runtime.broker
+        await open_grants(pilot, 2)
+        table = grants_table(app)
+        table.move_cursor(row=0)
+        await pilot.press("j")
+        await until(pilot, lambda: table.cursor_row == 1)
+        await pilot.press("k")
+        await until(pilot, lambda: table.cursor_row == 0)
+
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmPolicyChange))
+        dialog = app.screen
+        await until(pilot, lambda: dialog.focused is not None)
+        assert dialog.focused.id == "keep" and "r Revoke" in screen_text(app)
+        await pilot.press("left")
+        await until(pilot, lambda: dialog.focused.id == "confirm")
+        await pilot.press("right")
+        await until(pilot, lambda: dialog.focused.id == "keep")
+        await pilot.press("enter")  # the safe button: kept
+        await until(pilot, lambda: isinstance(app.screen, GrantsScreen))
+        assert [g.id for g in broker.grants.in_force()] == [1, 2]
+
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmPolicyChange))
+        await pilot.press("r")  # the key the button names
+        await until(pilot, lambda: [g.id for g in broker.grants.in_force()] == [2])
+        assert isinstance(app.screen, GrantsScreen)
+
+
+def test_snapshot_revoke_dialog(snap_compare: Any, console):
+    """The revoke dialog: the acting button named by its key, the safe one focused."""
+    app = console()
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await started(pilot)
+        await two_grants(pilot, app)
+        await open_grants(pilot, 2)
+        grants_table(app).move_cursor(row=0)
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmPolicyChange))
+        await until(pilot, lambda: app.screen.focused is not None)
+
+    assert snap_compare(app, terminal_size=(120, 30), run_before=run_before)

@@ -35,7 +35,7 @@ from svc_console.tui.approvals.paused import SHOWN, PausedAgents, render, since
 from svc_console.tui.approvals.screen import ApprovalsScreen
 from svc_console.tui.colors import Palette
 
-WHY = "5 failures in a row within 15 minutes"
+WHY = "5 requests in a row denied or failed within 15 minutes"
 BREAKER = """# Policy
 
 ```policy
@@ -150,7 +150,8 @@ async def test_r_resumes_the_paused_agent_and_its_rules_apply_again(
         said = record_notifications(app)
         await started(pilot)
         await trip_the_breaker(pilot, app, "flaky-bot")
-        assert f"⏸ paused: flaky-bot — {WHY} (since " in screen_text(app)
+        assert "⏸ paused: flaky-bot's rules since " in screen_text(app)
+        assert f"R resume — {WHY}" in screen_text(app)
         waiting = await submit_search(pilot, app, "flaky-bot", "solar")
         verdict = app.runtime.broker.get(waiting).verdict
         assert any(citation.rule == "circuit_breaker" for citation in verdict.citations)
@@ -166,7 +167,7 @@ async def test_r_resumes_the_paused_agent_and_its_rules_apply_again(
         again = await submit_search(pilot, app, "flaky-bot", "wind")
         verdict = app.runtime.broker.get(again).verdict
         assert all(citation.rule != "circuit_breaker" for citation in verdict.citations)
-        assert "is paused" not in (verdict.summary or "")
+        assert "rules are paused" not in (verdict.summary or "")
 
 
 async def test_r_with_several_paused_and_none_of_theirs_selected_names_them(
@@ -189,7 +190,7 @@ async def test_r_with_several_paused_and_none_of_theirs_selected_names_them(
         assert resumes(app) == []
         text = screen_text(app)
         assert "R resumes the selected request's agent" in text
-        assert "loop-bot — 6 failures in a row within 10 minutes" in text
+        assert "loop-bot's rules since " in text and "— 6 failures in a row within 10" in text
 
 
 async def test_r_resumes_the_agent_of_the_selected_request(console: Callable[..., ConsoleApp]):
@@ -288,5 +289,6 @@ def test_more_paused_agents_than_lines_are_named_on_the_last_line(clock: FakeClo
     colours = Palette("bold", "dim", "red", "yellow", "blue", "green")
     lines = render(paused, clock(), colours).plain.splitlines()
     assert len(lines) == SHOWN == 3
-    assert lines[0].startswith(f"⏸ paused: bot-0 — {WHY} (since 11:06 UTC) · R resumes")
-    assert lines[2] == "⏸ 3 more paused: bot-2, bot-3, bot-4"
+    assert lines[0].startswith("⏸ paused: bot-0's rules since 11:06 UTC · R resumes")
+    assert lines[0].endswith(f"— {WHY}")
+    assert lines[2] == "⏸ rules of 3 more agents paused: bot-2, bot-3, bot-4"

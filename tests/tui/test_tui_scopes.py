@@ -33,6 +33,7 @@ from svc_console.policy.loader import load_paths
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.approvals.always import AlwaysModal
+from svc_console.tui.approvals.bulk import BulkModal
 from svc_console.tui.approvals.for_a_while import ForAWhileModal
 from svc_console.tui.approvals.screen import ApprovalsScreen
 from svc_console.tui.modals import ConfirmAmountModal
@@ -325,3 +326,88 @@ def test_snapshot_approve_always(snap_compare: Any, console, policy: Path):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+# -- the requests already waiting that a grant or a rule matches ---------------------------------
+
+
+async def three_alike(pilot: Pilot[Any], app: ConsoleApp) -> list[str]:
+    """Three searches of research-bot's and one of another agent's, all waiting."""
+    ids = []
+    for agent, query in (("research-bot", "a"), ("research-bot", "b"), ("research-bot", "c")):
+        async with AsyncAgent(agent, app.runtime.paths.socket) as client:
+            ids.append(
+                (await client.submit(**{**SEARCH, "inputs": {"query": query}}))["request_id"]
+            )
+    async with AsyncAgent("other-bot", app.runtime.paths.socket) as client:
+        await client.submit(**SEARCH)
+    await rows(pilot, 4)
+    await clear_notices(pilot)
+    return ids
+
+
+async def test_after_a_grant_the_waiting_requests_it_matches_are_offered(console):
+    """`A` on one of three alike: the two others waiting are offered, with their total, and
+    approved through the dialog of marked requests (each its own decision, as shown); the
+    other agent's request is left alone."""
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        first, *others = await three_alike(pilot, app)
+        broker = app.runtime.broker
+        app.screen.queue.move_cursor(row=list(app.screen.queue.requests).index(first))
+        await until(pilot, lambda: app.screen.query_one("#detail").request.id == first)
+        await pilot.press("A")
+        await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
+        await type_into(pilot, "#total", "0.05")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, BulkModal))
+        asked = "2 more waiting requests match: approve them too?"
+        await until(pilot, lambda: asked in screen_text(app))
+        text = screen_text(app)
+        assert "2 requests, up to 0.02 USDC in all" in text
+        assert sorted(r.id for r in app.screen.requests) == sorted(others)
+        app.screen.query_one("#confirm", Button).press()
+        await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
+        await until(pilot, lambda: all(broker.get(i).decision is not None for i in others))
+        assert all(broker.get(i).decision.approved for i in others)
+        # Each by the operator's own decision on the facts the dialog showed.
+        assert all(broker.get(i).decision.by == broker.get(first).decision.by for i in others)
+        await rows(pilot, 1)
+
+
+async def test_declining_the_offer_decides_nothing_more(console):
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        first, *others = await three_alike(pilot, app)
+        broker = app.runtime.broker
+        app.screen.queue.move_cursor(row=list(app.screen.queue.requests).index(first))
+        await until(pilot, lambda: app.screen.query_one("#detail").request.id == first)
+        await pilot.press("D")
+        await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
+        await type_into(pilot, "#reason", "not this week")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, BulkModal))
+        await until(
+            pilot, lambda: "2 more waiting requests match: deny them too?" in screen_text(app)
+        )
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
+        assert broker.get(first).state == State.denied
+        assert [broker.get(i).state for i in others] == [State.pending, State.pending]
+
+
+async def test_after_a_rule_the_waiting_requests_it_matches_are_offered(console, policy: Path):
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await started(pilot)
+        first, *_others = await three_alike(pilot, app)
+        app.screen.queue.move_cursor(row=list(app.screen.queue.requests).index(first))
+        await until(pilot, lambda: app.screen.query_one("#detail").request.id == first)
+        await pilot.press("w")
+        await until(pilot, lambda: isinstance(app.screen, AlwaysModal))
+        app.screen.query_one("#confirm", Button).press()
+        await until(pilot, lambda: isinstance(app.screen, BulkModal))
+        asked = "2 more waiting requests match: approve them too?"
+        await until(pilot, lambda: asked in screen_text(app))

@@ -261,6 +261,7 @@ async def test_fund_then_retry_over_real_http(
     async with app.run_test(size=(120, 40)) as pilot:
         await started(pilot)
         broker = app.runtime.broker
+        seen = record_notifications(app)
         sandbox.state.set_balance("0.004")
         async with AsyncAgent("research-bot", paths.socket) as agent:
             submitted = await agent.submit(**SEARCH)
@@ -269,6 +270,8 @@ async def test_fund_then_retry_over_real_http(
             await pilot.press("a")  # on the approvals screen
             await until(pilot, lambda: broker.get(request_id).state == State.awaiting_funds)
 
+            # Said once that it waits for funds; from here the wallet screen speaks of it.
+            await until(pilot, lambda: any("waits for funds" in notice for notice in seen))
             page = await open_wallet(pilot)
             assert page.balance == Decimal("0.004")
             text = screen_text(app)
@@ -291,6 +294,10 @@ async def test_fund_then_retry_over_real_http(
         text = screen_text(app)
         assert "succeeded: charged 0.01 USDC" in text
         assert "retried once" in text
+        # One notice for the success, the wallet's: the approvals screen does not say it again.
+        assert [n for n in seen if request_id in n and "succeeded" in n] == [
+            f"{request_id}: succeeded: charged 0.01 USDC on base"
+        ]
         assert sandbox.state.balance == Decimal(0)  # 0.004 + 0.006 funded - 0.01 charged
         # One approval, one first attempt, one retry: never a third.
         assert app.runtime.ledger.attempts(request_id) == 2

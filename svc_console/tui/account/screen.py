@@ -23,7 +23,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from svc_console.config.credentials import Credentials
@@ -42,6 +42,7 @@ from svc_console.tui.bindings import Command
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.navigation import register_screen
 from svc_console.tui.widgets.banner import service_banner
+from svc_console.tui.widgets.chrome import ConsoleFooter, heading
 
 COMMANDS = (
     Command("account.login", "l", "start('login')", "Sign in", "Sign in by e-mail code"),
@@ -264,7 +265,7 @@ class AccountScreen(Screen[None]):
         banner = service_banner(self.market, self.runtime.agent_warning)
         if banner is not None:
             yield banner
-        yield Header(show_clock=False, icon="$")
+        yield from heading()
         with VerticalScroll(id="account-body"):
             yield Static("Service", classes="account-heading", markup=False)
             yield Static("", id="account-service", markup=False)
@@ -273,7 +274,7 @@ class AccountScreen(Screen[None]):
             with Horizontal(id="account-forms"):
                 yield OnboardingForm("login", id="form-login")
                 yield OnboardingForm("connect", id="form-connect")
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._draw())

@@ -22,6 +22,7 @@ from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
 from svc_console.core.shown_facts import facts_digest
+from svc_console.core.wording import plural
 from svc_console.tui.approvals.dialog import DecidingDialog, typed_amount
 from svc_console.tui.modals import MAX_REASON
 from svc_console.tui.widgets.countdown import Countdown
@@ -122,7 +123,7 @@ class BulkModal(DecidingDialog):
         self.seen = {request.id: facts_digest(request) for request in requests}
         self.approve, self.typed = approve, typed and approve
         count = len(requests)
-        self.TITLE_TEXT = f"{'Approve' if approve else 'Deny'} {count} marked requests"
+        self.TITLE_TEXT = f"{'Approve' if approve else 'Deny'} {plural(count, 'marked request')}"
         self.CONFIRM_LABEL = f"{'Approve' if approve else 'Deny'} {count}"
         self.CONFIRM_VARIANT = "success" if approve else "error"
 
@@ -142,10 +143,10 @@ class BulkModal(DecidingDialog):
     def compose_body(self) -> ComposeResult:
         count = len(self.requests)
         if self.approve:
-            head = f"{count} requests, up to {format_usdc(self.total)} USDC in all."
+            head = f"{plural(count, 'request')}, up to {format_usdc(self.total)} USDC in all."
             head += " Each gets its own decision, and its own checks."
         else:
-            head = f"{count} requests. Each is denied with the reason below."
+            head = f"{plural(count, 'request')}. Each is denied with the reason below."
         yield Static(Text(head), markup=False, classes="dialog-explain")
         yield Static(self.listing(), markup=False)
         deadlines = [r.expires_at for r in self.requests if r.expires_at is not None]

@@ -34,6 +34,7 @@ from svc_console.tui.approvals.always import AlwaysModal
 from svc_console.tui.approvals.as_shown import AsShown
 from svc_console.tui.approvals.bulk import MOST, BulkModal, Marks, outcome_text
 from svc_console.tui.approvals.for_a_while import LASTING, ForAWhile, ForAWhileModal
+from svc_console.tui.approvals.matching import question, waiting_like
 from svc_console.tui.modals import ConfirmAmountModal, DenyReasonModal
 from svc_console.tui.request_lists import PENDING
 from svc_console.tui.widgets.queue import endpoint_name
@@ -206,6 +207,7 @@ class Deciding(AsShown):
             self._decided()
             if decided and said:
                 self.notify(said[0], markup=False)
+                self._offer_matching(request, approve=approve)
 
         modal = ForAWhileModal(
             request, decide, approve=approve, confirm=confirm, clock=self.broker.clock
@@ -263,7 +265,13 @@ class Deciding(AsShown):
             now=self.broker.clock(),
             clock=self.broker.clock,
         )
-        self.app.push_screen(modal, lambda _decided: self._decided())
+
+        def closed(decided: bool | None) -> None:
+            self._decided()
+            if decided:
+                self._offer_matching(request, approve=True)
+
+        self.app.push_screen(modal, closed)
 
     def _save_rule(self, request: SpendRequest, proposal: Proposal) -> None:
         """Save the rule once the approval is committed; a failure to save is said plainly,
@@ -305,7 +313,8 @@ class Deciding(AsShown):
         added = self.marks.add(matching)
         self.reload()
         which = "the filter matches" if self.filter.active else "waiting"
-        text = f"{len(self.marks)} marked ({added} more): every request {which}"
+        newly = f", {added} of them just now" if added != len(self.marks) else ""
+        text = f"{len(self.marks)} marked{newly}: every request {which}"
         if len(self.marks) >= MOST:
             text += f", up to {MOST} at once"
         self.notify(text, markup=False)
@@ -323,7 +332,21 @@ class Deciding(AsShown):
             self.reload()
             self.notify("None of the marked requests is waiting any more.", severity="warning")
             return
-        requests, total = self.broker.pending_total(self.marks.ids)
+        self._decide_many(self.marks.ids, approve=approve, marked=True)
+
+    def _offer_matching(self, decided: SpendRequest, *, approve: bool) -> None:
+        """After a grant or a rule: the requests already waiting that it matches, decided too
+        if the operator says so, through the dialog of marked requests."""
+        pending = self.lists[PENDING.name]
+        matching = waiting_like(self.broker, pending, decided, approve=approve)
+        if matching:
+            title = question(len(matching), approve=approve)
+            self._decide_many([r.id for r in matching], approve=approve, title=title)
+
+    def _decide_many(
+        self, ids: list[str], *, approve: bool, marked: bool = False, title: str | None = None
+    ) -> None:
+        requests, total = self.broker.pending_total(ids)
         typed = approve and self.broker.decisions.total_confirmation_needed(total)
         said: list[tuple[str, bool]] = []
 
@@ -340,7 +363,7 @@ class Deciding(AsShown):
             said.append(outcome_text(outcome, approve))
 
         def closed(decided: bool | None) -> None:
-            if decided:
+            if decided and marked:
                 self.marks.clear()
             self._decided()
             if said:
@@ -350,4 +373,6 @@ class Deciding(AsShown):
         modal = BulkModal(
             requests, total, decide, approve=approve, typed=typed, clock=self.broker.clock
         )
+        if title is not None:
+            modal.TITLE_TEXT = title
         self.app.push_screen(modal, closed)

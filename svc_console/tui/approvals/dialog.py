@@ -30,14 +30,15 @@ from svc_console.core.sanitize import inert_line
 from svc_console.tui.bindings import bindings
 from svc_console.tui.modals import expiry_countdown, refuse_expired
 from svc_console.tui.widgets.countdown import Countdown
+from svc_console.tui.widgets.dialog_keys import ARROW_BINDINGS, ButtonArrows
 
 log = logging.getLogger(__name__)
 
 
-class DecidingDialog(ModalScreen[bool]):
+class DecidingDialog(ButtonArrows, ModalScreen[bool]):
     """A title, the subclass's body, an error line and the two buttons."""
 
-    BINDINGS = bindings("modal")
+    BINDINGS = [*bindings("modal"), *ARROW_BINDINGS]
     TITLE_TEXT = ""
     CONFIRM_LABEL = "OK"
     CONFIRM_VARIANT = "primary"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Header, Static
+from textual.widgets import Static
 
 from svc_console.core.models import SpendRequest
 from svc_console.ledger.readers import ReadError, open_reader
@@ -22,6 +22,7 @@ from svc_console.ledger.request_reads import RequestView
 from svc_console.tui.colors import palette
 from svc_console.tui.request_lists import PAGE_SIZE, PENDING, Filter, ListState
 from svc_console.tui.widgets.banner import SandboxBanner
+from svc_console.tui.widgets.chrome import heading
 from svc_console.tui.widgets.queue import RequestQueue
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ class QueuePreview(Vertical):
     def compose(self) -> ComposeResult:
         if self.runtime.service is None:  # no service configured: the embedded sandbox
             yield SandboxBanner(_address(self.runtime.sandbox), id="sandbox-banner")
-        yield Header(show_clock=False, icon="$")
+        yield from heading()
         yield Static(STARTING, id="preview-status", markup=False)
         yield RequestQueue(id="preview-queue")
 

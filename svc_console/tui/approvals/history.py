@@ -12,7 +12,7 @@ from svc_console.core.sanitize import inert_line
 from svc_console.tui import present
 from svc_console.tui.colors import Palette
 from svc_console.tui.widgets.paged_table import PagedTable
-from svc_console.tui.widgets.queue import endpoint_name
+from svc_console.tui.widgets.queue import NAME_LIMIT, endpoint_name
 
 
 class HistoryTable(PagedTable):
@@ -28,6 +28,7 @@ class HistoryTable(PagedTable):
         ("charged", "charged"),
     )
     CLOCK_COLUMNS = ("decided",)
+    GIVE_WAY = {"endpoint": 8, "agent": 10}
 
     def cells(self, request: SpendRequest, now: float, colours: Palette) -> list[Text]:
         decision = request.decision
@@ -35,8 +36,8 @@ class HistoryTable(PagedTable):
         charged = request.outcome.charged_usdc if request.outcome is not None else None
         return [
             *self.clock_cells(request, now, colours),
-            Text(inert_line(request.agent, 20)),
-            Text(endpoint_name(request)),
+            Text(inert_line(request.agent, NAME_LIMIT), overflow="ellipsis"),
+            Text(endpoint_name(request), overflow="ellipsis"),
             Text(
                 present.outcome_label(request.state),
                 style=colours.tone(present.outcome_tone(request.state)),

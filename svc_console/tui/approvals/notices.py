@@ -20,6 +20,7 @@ from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
 from svc_console.core.states import State
+from svc_console.core.wording import plural
 from svc_console.tui import present
 from svc_console.tui.widgets.queue import endpoint_name
 
@@ -101,7 +102,7 @@ def departures_text(departures: list[SpendRequest]) -> str:
     cancelled = len(departures) - expired
     parts = [f"{expired} expired"] if expired else []
     parts += [f"{cancelled} cancelled by their agents"] if cancelled else []
-    return f"{len(departures)} requests left the queue: {', '.join(parts)}"
+    return f"{plural(len(departures), 'request')} left the queue: {', '.join(parts)}"
 
 
 def outcome_text(request: SpendRequest) -> str:

@@ -20,8 +20,10 @@ from textual.widgets import Static
 from svc_console.broker import BrokerError
 from svc_console.broker.deciders import Decider
 from svc_console.core.sanitize import inert_line
+from svc_console.core.wording import plural
 from svc_console.ledger.pauses import Pause
 from svc_console.tui.colors import Palette
+from svc_console.tui.glyphs import glyph
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +53,7 @@ class PausedAgents(Static):
             return False
         self._drawn, self.pauses = drawn, tuple(pauses)
         self.display = bool(pauses)
-        self.update(render(pauses, now, colours, self.key))
+        self.update(render(pauses, now, colours, self.key, glyph(self.app, "paused")))
         return True
 
 
@@ -103,7 +105,9 @@ class ResumeKey:
         self._show_pauses()
 
 
-def render(pauses: list[Pause], now: float, colours: Palette, key: str = "R") -> Text:
+def render(
+    pauses: list[Pause], now: float, colours: Palette, key: str = "R", mark: str = "⏸"
+) -> Text:
     hint = f"{key} resume" if len(pauses) == 1 else f"{key} resumes the selected request's agent"
     # Past SHOWN, the last line names the others, so the strip keeps its height.
     named = pauses if len(pauses) <= SHOWN else pauses[: SHOWN - 1]
@@ -111,14 +115,19 @@ def render(pauses: list[Pause], now: float, colours: Palette, key: str = "R") ->
     for n, pause in enumerate(named):
         if n:
             text.append("\n")
-        text.append("⏸ paused: ", style=f"bold {colours.warn}")
+        text.append(f"{mark} paused: ", style=f"bold {colours.warn}")
         text.append(inert_line(pause.agent, 40), style="bold")
-        text.append(f" — {inert_line(pause.reason, 80)} ({since(pause.since, now)})")
+        # Only its rules are paused: the agent still asks, the operator decides.
+        text.append("'s rules", style="bold")
+        # The key before the reason: a narrow strip cuts the reason (the detail has it).
+        text.append(f" {since(pause.since, now)}")
         if n == 0:
             text.append(f" · {hint}", style=colours.label)
+        text.append(f" — {inert_line(pause.reason, 80)}")
     others = pauses[len(named) :]
     if others:
-        text.append(f"\n⏸ {len(others)} more paused: ", style=f"bold {colours.warn}")
+        more = f"\n{mark} rules of {plural(len(others), 'more agent')} paused: "
+        text.append(more, style=f"bold {colours.warn}")
         text.append(", ".join(inert_line(pause.agent, 24) for pause in others))
     return text
 

@@ -21,7 +21,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.theme import Theme
-from textual.widgets import ContentSwitcher, DataTable, Footer, Header, Input, Static
+from textual.widgets import ContentSwitcher, DataTable, Input, Static
 
 from svc_console.broker import Broker
 from svc_console.core.models import SpendRequest
@@ -61,6 +61,7 @@ from svc_console.tui.request_lists import (
     with_token,
 )
 from svc_console.tui.widgets.banner import PolicyBanner, service_banner
+from svc_console.tui.widgets.chrome import ConsoleFooter, heading
 from svc_console.tui.widgets.paged_table import PagedTable
 from svc_console.tui.widgets.queue import RequestQueue
 
@@ -150,7 +151,7 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
             yield banner
         if hasattr(self.broker.policy, "subscribe"):  # a live SKILLS.md policy, not ManualReview
             yield PolicyBanner(self.broker.policy, id="policy-banner")
-        yield Header(show_clock=False, icon="$")
+        yield from heading()
         yield PausedAgents(self._resume_key(), id="paused")
         yield ListStatus(id="list-status")
         yield FilterBar(id="filter")
@@ -162,7 +163,7 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
                 yield Static(LIST_LEGEND, id="list-legend", markup=False)
             yield DetailPane(self.detail_hint(), id="detail-pane")
         yield Static("", id="empty", markup=False)
-        yield Footer()
+        yield ConsoleFooter()
 
     @property
     def table(self) -> PagedTable:
@@ -374,7 +375,9 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
         if severity is None or request.id not in self._approved_here:
             return
         text = outcome_text(request)
-        if request.state not in (State.awaiting_funds, State.repriced):
+        # Waiting for funds, the request is the wallet screen's: its funding flow says how it
+        # ends, and one notice per event is enough.
+        if request.state != State.repriced:
             self._approved_here.discard(request.id)
         self.notify(text, severity=severity, markup=False)
 

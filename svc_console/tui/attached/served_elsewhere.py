@@ -10,7 +10,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
+
+from svc_console.tui.widgets.chrome import ConsoleFooter, heading
 
 # The command line's way to each, where it has one.
 INSTEAD = {
@@ -32,13 +34,17 @@ class ServedElsewhere(Screen[None]):
     }
     """
 
-    def __init__(self, name: str, title: str) -> None:
+    def __init__(self, name: str, title: str, banner: Static | None = None) -> None:
         super().__init__(id=f"{name}-elsewhere")
         self.screen_name, self.title_text = name, title
         self.sub_title = title.lower()
+        # The SANDBOX banner of every other screen: the attached console speaks to it too.
+        self.banner = banner
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=False, icon="$")
+        if self.banner is not None:
+            yield self.banner
+        yield from heading()
         text = Text()
         text.append(f"{self.title_text} is served by the console running the broker.\n\n", "bold")
         text.append(
@@ -51,4 +57,4 @@ class ServedElsewhere(Screen[None]):
         text.append(f", or use: {instead}" if instead else ".")
         text.append("\n\nPress 1 for the approvals.")
         yield Static(text, id="served-elsewhere", markup=False)
-        yield Footer()
+        yield ConsoleFooter()

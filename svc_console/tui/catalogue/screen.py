@@ -30,7 +30,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Input, Static, TabbedContent, TabPane
 
 from svc_console.core.catalogue_filters import SORT_LABELS, DatasetFilter, MarketFilter
 from svc_console.core.datasets import DatasetListing
@@ -61,6 +61,7 @@ from svc_console.tui.catalogue.tables import CatalogueTable, DatasetTable, Endpo
 from svc_console.tui.colors import Palette, palette
 from svc_console.tui.navigation import register_screen
 from svc_console.tui.widgets.banner import service_banner
+from svc_console.tui.widgets.chrome import ConsoleFooter, heading
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +165,7 @@ class CatalogueScreen(Screen[None]):
         banner = service_banner(self.runtime.market, self.runtime.agent_warning)
         if banner is not None:
             yield banner
-        yield Header(show_clock=False, icon="$")
+        yield from heading()
         yield Static("", id="catalogue-sync", markup=False)
         with TabbedContent(initial=MARKET, id="catalogue-tabs"):
             with TabPane("Market APIs (m)", id=MARKET):
@@ -181,7 +182,7 @@ class CatalogueScreen(Screen[None]):
                     DatasetTable(id="datasets-list"),
                     DatasetDetail(id="datasets-detail", classes="catalogue-detail"),
                 )
-        yield Footer()
+        yield ConsoleFooter()
 
     def _pane(self, kind: str, placeholder: str, table: Any, detail: Any) -> ComposeResult:
         with Vertical(id=f"{kind}-pane"):

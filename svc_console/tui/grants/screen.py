@@ -17,7 +17,7 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Static
 
 from svc_console.broker import Broker, BrokerError
 from svc_console.broker.deciders import Decider
@@ -32,6 +32,7 @@ from svc_console.tui.grants.table import GrantsTable, clock_time, usdc
 from svc_console.tui.navigation import register_screen
 from svc_console.tui.policies.dialogs import ConfirmPolicyChange
 from svc_console.tui.widgets.banner import service_banner
+from svc_console.tui.widgets.chrome import ConsoleFooter, heading
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,8 @@ COMMANDS = (
         "Revoke",
         "End the selected grant now: calls like it go to the operator again",
     ),
+    Command("grants.down", "j", "cursor(1)", "Next", "Select the next grant", show=False),
+    Command("grants.up", "k", "cursor(-1)", "Previous", "Select the previous grant", show=False),
     Command(
         "grants.ended",
         "e",
@@ -85,12 +88,12 @@ class GrantsScreen(Screen[None]):
         banner = service_banner(self.broker.market, self.runtime.agent_warning)
         if banner is not None:
             yield banner
-        yield Header(show_clock=False, icon="$")
+        yield from heading()
         yield Static("", id="grants-status", markup=False)
         yield GrantsTable(id="grants-table")
         yield Static("", id="grants-detail", markup=False)
         yield Static("", id="grants-empty", markup=False)
-        yield Footer()
+        yield ConsoleFooter()
 
     @property
     def table(self) -> GrantsTable:
@@ -195,6 +198,12 @@ class GrantsScreen(Screen[None]):
             return grant is not None and grant.ended_at is None
         return True
 
+    def action_cursor(self, step: int) -> None:
+        if step > 0:
+            self.table.action_cursor_down()
+        else:
+            self.table.action_cursor_up()
+
     def action_toggle_ended(self) -> None:
         self.show_ended = not self.show_ended
         self.reload(force=True)
@@ -211,13 +220,21 @@ class GrantsScreen(Screen[None]):
             f" {inert_line(grant.target, 60)}. Revoked, those calls go to the operator again"
             " (or to the policy's rules)."
         )
-        confirm = ConfirmPolicyChange(f"Revoke grant {grant.id}?", explain, "Revoke", "Keep it")
+        key = self._key_of("grants.revoke")
+        confirm = ConfirmPolicyChange(
+            f"Revoke grant {grant.id}?", explain, "Revoke", "Keep it", key=key
+        )
 
         def answered(revoke: bool | None) -> None:
             if revoke:
                 self._revoke(grant)
 
         self.app.push_screen(confirm, answered)
+
+    def _key_of(self, command_id: str) -> str:
+        """The key that runs a command of this screen, as the operator's keymap has it."""
+        command = next(c for c in COMMANDS if c.id == command_id)
+        return bindings.keys_of(command, getattr(self.app, "keymap", {}))[0]
 
     def _revoke(self, grant: GrantRow) -> None:
         try:

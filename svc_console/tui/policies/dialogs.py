@@ -5,27 +5,32 @@ safe answer has the focus, so enter alone never loses work; escape is the same a
 from __future__ import annotations
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from svc_console.tui.bindings import bindings
+from svc_console.tui.widgets.dialog_keys import ARROW_BINDINGS, ButtonArrows, keyed
 
 
-class ConfirmPolicyChange(ModalScreen[bool]):
-    """Yes or no about a policy file; dismissed with True only by the confirming button."""
+class ConfirmPolicyChange(ButtonArrows, ModalScreen[bool]):
+    """Yes or no about a policy file; dismissed with True only by the confirming button (or
+    its key, when it has one)."""
 
-    BINDINGS = bindings("modal")
+    BINDINGS = [*bindings("modal"), *ARROW_BINDINGS]
     DEFAULT_CSS = """
     ConfirmPolicyChange { align: center middle; }
     """
 
-    def __init__(self, title: str, explain: str, confirm: str, keep: str) -> None:
+    def __init__(
+        self, title: str, explain: str, confirm: str, keep: str, key: str | None = None
+    ) -> None:
         super().__init__()
         self.title_text, self.explain = title, explain
-        self.confirm_label, self.keep_label = confirm, keep
+        self.confirm_label = keyed(confirm, key) if key else confirm
+        self.keep_label, self.key = keep, key
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -49,3 +54,8 @@ class ConfirmPolicyChange(ModalScreen[bool]):
 
     def action_cancel(self) -> None:
         self.dismiss(False)
+
+    def on_key(self, event: events.Key) -> None:
+        if self.key is not None and event.key == self.key:
+            event.stop()
+            self.dismiss(True)

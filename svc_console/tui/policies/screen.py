@@ -24,7 +24,7 @@ from collections.abc import Callable
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import ContentSwitcher, Footer, Header, TextArea
+from textual.widgets import ContentSwitcher, TextArea
 
 from svc_console.broker import Broker
 from svc_console.config.errors import SettingsError
@@ -55,6 +55,7 @@ from svc_console.tui.policies.simulation import IDLE, PolicySimulation, Simulati
 from svc_console.tui.policies.status import DraftStatus, PolicyStatus, PolicyTabs
 from svc_console.tui.unsaved import UnsavedWork
 from svc_console.tui.widgets.banner import PolicyBanner, service_banner
+from svc_console.tui.widgets.chrome import ConsoleFooter, heading
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ class PoliciesScreen(Screen[None]):
             yield banner
         if self.live is not None:
             yield PolicyBanner(self.live, id="policy-banner")
-        yield Header(show_clock=False, icon="$")
+        yield from heading()
         yield PolicyStatus(id="policy-status")
         yield DraftStatus(id="draft-status")
         yield PolicyTabs(id="policy-tabs")
@@ -119,7 +120,7 @@ class PoliciesScreen(Screen[None]):
             yield PolicySimulation(id="simulation")
             yield PolicyDrift(id="service")
         yield PolicyErrorList(id="policy-errors")
-        yield Footer()
+        yield ConsoleFooter()
 
     @property
     def editor(self) -> PolicyEditor:
@@ -492,8 +493,6 @@ class PoliciesScreen(Screen[None]):
         )
         self.query_one(PolicyDrift).show(self.service, self.colours)
         self._draw_status()
-
-    # -- which keys apply -------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # One policy file: nothing to switch to, so the palette does not offer it.

@@ -23,6 +23,7 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select,
 from svc_console.core.sanitize import inert_line
 from svc_console.core.taxonomy import domain_label
 from svc_console.core.usage import DAY_S, UsageFilter, iso_instant
+from svc_console.core.wording import plural
 from svc_console.services.usage_export import ExportError, parse_since, parse_until
 from svc_console.tui.bindings import bindings
 
@@ -241,7 +242,7 @@ class UsageExportDialog(_Dialog):
         return str(self.folder / f"usage-{self.stamp}.{fmt}")
 
     def compose(self) -> ComposeResult:
-        how_many = "every charge" if self.count is None else f"{self.count:,} charges"
+        how_many = "every charge" if self.count is None else plural(self.count, "charge")
         with Vertical(id="dialog"):
             yield Label("Export usage", id="dialog-title")
             yield Static(

@@ -24,12 +24,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from svc_console.core.sanitize import inert_line
 from svc_console.core.taxonomy import domain_label
 from svc_console.core.usage import DAY_S, UsageFilter
+from svc_console.core.wording import plural
 from svc_console.ledger import usage_query as ledger_usage
 from svc_console.ledger.readers import Interrupted, Reader, open_reader
 from svc_console.ledger.usage_query import UsageRow
@@ -60,6 +61,7 @@ from svc_console.tui.usage.summary import SpendBreakdown, SpendChart, totals_tex
 from svc_console.tui.usage.sync_status import SyncStatus, sync_text
 from svc_console.tui.usage.table import UsageTable
 from svc_console.tui.widgets.banner import service_banner
+from svc_console.tui.widgets.chrome import ConsoleFooter, heading
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +154,7 @@ class UsageScreen(Screen[None]):
         banner = service_banner(self.source.market, self.source.agent_warning)
         if banner is not None:
             yield banner
-        yield Header(show_clock=False, icon="$")
+        yield from heading()
         yield Static("", id="usage-filters", markup=False)
         with Horizontal(id="usage-status"):
             yield Static("", id="usage-totals", markup=False)
@@ -171,7 +173,7 @@ class UsageScreen(Screen[None]):
         self._query(table, summary=False)
         yield table
         yield Static("", id="usage-detail", markup=False)
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._redraw())
@@ -428,7 +430,7 @@ class UsageScreen(Screen[None]):
 
     def on_export_finished(self, message: ExportFinished) -> None:
         self.notify(
-            f"Exported {message.count:,} charges to {inert_line(message.path, 100)}",
+            f"Exported {plural(message.count, 'charge')} to {inert_line(message.path, 100)}",
             title="Usage exported",
             markup=False,
         )

@@ -31,7 +31,7 @@ def _summary(wallets: AgentWallets, username: str | None, colours: Palette) -> T
     text.append(" · balance ", colours.label)
     text.append(f"{format_usdc(wallets.balance_usdc)} USDC", colours.heading)
     if wallets.pooled:
-        text.append(" on every chain", colours.label)
+        text.append(" (one balance, spent on any chain)", colours.label)
     return text
 
 

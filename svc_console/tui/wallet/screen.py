@@ -23,7 +23,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Static
 from textual.worker import Worker, WorkerState
 
 from svc_console.broker import Broker, BrokerError
@@ -46,6 +46,7 @@ from svc_console.tui.wallet.awaiting import AwaitingFunds
 from svc_console.tui.wallet.balances import WalletBalances
 from svc_console.tui.wallet.funding import FundingPanel
 from svc_console.tui.widgets.banner import service_banner
+from svc_console.tui.widgets.chrome import ConsoleFooter, heading
 from svc_console.tui.widgets.queue import endpoint_name
 
 log = logging.getLogger(__name__)
@@ -165,7 +166,7 @@ class WalletScreen(Screen[None]):
         banner = service_banner(self.market, self.runtime.agent_warning)
         if banner is not None:
             yield banner
-        yield Header(show_clock=False, icon="$")
+        yield from heading()
         with VerticalScroll(id="wallet-body"):
             yield Static("Wallet", id="wallet-heading", classes="wallet-heading", markup=False)
             yield WalletBalances(id="wallet-balances")
@@ -173,7 +174,7 @@ class WalletScreen(Screen[None]):
             yield AwaitingFunds(id="awaiting")
             yield Static("", id="awaiting-empty", markup=False)
             yield FundingPanel(id="funding")
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         # Subscribe before the first read, so nothing that changes in between is missed.

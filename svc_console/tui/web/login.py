@@ -33,7 +33,7 @@ LOGIN_PAGE = """<!doctype html>
 <h1>svc-console</h1>
 <p>This console needs its login token: the one <code>svc-console web</code> showed when it
 made it, kept in <code>$SVC_CONSOLE_HOME/web.token</code> on the machine that runs it.</p>
-<form method="post" action="/login">
+{note}<form method="post" action="/login">
 <input name="token" type="password" autocomplete="current-password" style="width: 100%">
 <button type="submit">Open the console</button>
 </form></body></html>
@@ -71,8 +71,17 @@ def _see_other(path: str) -> web.Response:
     return web.Response(status=303, headers={"Location": path})
 
 
-def _refused() -> web.Response:
-    return web.Response(status=401, text=LOGIN_PAGE, content_type="text/html")
+# Said when a token was typed and is not this console's: the form alone would look unanswered.
+WRONG_TOKEN = (
+    '<p role="alert" style="color: #b00020;"><strong>That token is not this console\'s.'
+    "</strong> Check it against <code>web.token</code> and type it again.</p>\n"
+)
+
+
+def _refused(note: str = "") -> web.Response:
+    # The note is one of ours, never the typed text: nothing offered is echoed back.
+    page = LOGIN_PAGE.replace("{note}", note)
+    return web.Response(status=401, text=page, content_type="text/html")
 
 
 def guard(token: str) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
@@ -86,7 +95,7 @@ def guard(token: str) -> Callable[[web.Request, Handler], Awaitable[web.StreamRe
             offered = form.get("token")
             if isinstance(offered, str) and _same(offered.strip(), token):
                 return _let_in(_see_other("/"), token)
-            return _refused()
+            return _refused(WRONG_TOKEN)
         if _same(request.cookies.get(COOKIE), cookie):
             origin = request.headers.get("Origin")
             if origin and urlsplit(origin).netloc != request.host:
@@ -95,6 +104,6 @@ def guard(token: str) -> Callable[[web.Request, Handler], Awaitable[web.StreamRe
         if _same(request.query.get("token"), token):
             # Once: the address without the token, so it leaves the address bar and history.
             return _let_in(_see_other(request.path), token)
-        return _refused()
+        return _refused(WRONG_TOKEN if "token" in request.query else "")
 
     return middleware

@@ -15,21 +15,30 @@ from textual.widgets import Static
 from svc_console.core.sanitize import inert_line
 
 SAME_USER = "⚠ agents running as your own user are accepted: they can read all your files"
+# The banner's parts, long and short: the short ones keep the address on an 80-column terminal.
+SANDBOX_WORDS = ("SANDBOX · no real money moves", "SANDBOX · no real money")
+SAME_USER_WORDS = ("⚠ agents of your own user accepted", "⚠ own-user agents accepted")
 
 
 class SandboxBanner(Static):
     """A docked, high-contrast line saying that no real money moves and where the sandbox is,
     and, when agents of the operator's own user are accepted (always, in open enrolment), that
-    too: one line, the address last, so a narrow terminal cuts the address, not the warning."""
+    too: one line, the address last, in shorter words where the long ones would cut it."""
 
     def __init__(self, base_url: str, *, same_user: bool = False, id: str | None = None) -> None:
         # The address is ours (a loopback port), but it is shown as plain text all the same.
-        parts = ["SANDBOX · no real money moves"]
-        if same_user:
-            parts.append("⚠ agents of your own user accepted")
-        parts.append(inert_line(base_url, 60))
-        label = Text(" · ".join(parts), no_wrap=True, overflow="ellipsis")
-        super().__init__(label, id=id, markup=False)
+        self.labels = [
+            Text(" · ".join(parts), no_wrap=True, overflow="ellipsis")
+            for parts in (
+                [sandbox, *([warning] if same_user else []), inert_line(base_url, 60)]
+                for sandbox, warning in zip(SANDBOX_WORDS, SAME_USER_WORDS, strict=True)
+            )
+        ]
+        super().__init__(self.labels[0], id=id, markup=False)
+
+    def on_resize(self) -> None:
+        room = self.content_region.width
+        self.update(next((t for t in self.labels if t.cell_len <= room), self.labels[-1]))
 
 
 class SameUserBanner(Static):

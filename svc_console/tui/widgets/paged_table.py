@@ -24,6 +24,7 @@ from textual.widgets.data_table import ColumnKey, RowKey
 
 from svc_console.core.models import SpendRequest
 from svc_console.tui.colors import Palette
+from svc_console.tui.widgets.giving_way import give_way
 
 
 class PagedTable(DataTable[Text]):
@@ -32,6 +33,9 @@ class PagedTable(DataTable[Text]):
     COLUMNS: tuple[tuple[str, str], ...] = ()
     # Columns whose cells change with the clock alone (ages, time left), refreshed by `tick`.
     CLOCK_COLUMNS: tuple[str, ...] = ()
+    # Columns that shrink when the table is too narrow, first to last, each with the width it
+    # keeps: names give way, the columns the operator decides on never do.
+    GIVE_WAY: dict[str, int] = {}
 
     class Edge(Message):
         """The cursor tried to leave the page: `direction` is 1 (past the last row) or -1."""
@@ -49,10 +53,34 @@ class PagedTable(DataTable[Text]):
         self.gone_id: str | None = None
         # Requests the operator decided from this table: their leaving is no loss of selection.
         self._let_go: set[str] = set()
+        # Each column's natural width (its widest cell or label), measured as rows are shown.
+        self._natural: dict[str, int] = {}
 
     def on_mount(self) -> None:
         for key, label in self.COLUMNS:
             self.add_column(label, key=key)
+            self._natural[key] = len(label)
+
+    def on_resize(self) -> None:
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        """Share the table's width: the natural widths when they fit, else the columns of
+        `GIVE_WAY` shrink in their order (their cells end in an ellipsis)."""
+        padding = 2 * self.cell_padding * len(self.COLUMNS)
+        room = self.scrollable_content_region.width - padding
+        if room <= 0:
+            return
+        widths = give_way(self._natural, room, self.GIVE_WAY)
+        for key, width in widths.items():
+            column = self.columns[ColumnKey(key)]
+            column.auto_width, column.width = False, width
+        self._require_update_dimensions = True
+        self.refresh()
+
+    def _measure(self, cells: Iterable[Text]) -> None:
+        for (key, _), cell in zip(self.COLUMNS, cells, strict=True):
+            self._natural[key] = max(self._natural[key], cell.cell_len)
 
     def cells(self, request: SpendRequest, now: float, colours: Palette) -> list[Text]:
         raise NotImplementedError
@@ -89,10 +117,14 @@ class PagedTable(DataTable[Text]):
         own move does."""
         keep, index = self.gone_id or self.selected_id, self.cursor_row
         self.requests = {request.id: request for request in requests}
+        self._natural = {key: len(label) for key, label in self.COLUMNS}
         with self.app.batch_update():
             self.clear()
             for request in self.requests.values():
-                self.add_row(*self.cells(request, now, colours), key=request.id)
+                cells = self.cells(request, now, colours)
+                self._measure(cells)
+                self.add_row(*cells, key=request.id)
+            self.fit_columns()
             if cursor is not None or keep in self.requests:
                 self.gone_id = None
             elif keep in self._let_go:
@@ -139,6 +171,7 @@ class PagedTable(DataTable[Text]):
     def tick(self, now: float, colours: Palette) -> None:
         """Refresh the cells that depend on the clock, and only those whose text changed: any
         update makes the table render every visible cell again."""
+        wider = False
         for request in self.requests.values():
             cells = self.clock_cells(request, now, colours)
             for key, cell in zip(self.CLOCK_COLUMNS, cells, strict=True):
@@ -146,8 +179,12 @@ class PagedTable(DataTable[Text]):
                 if (shown.plain, shown.style) == (cell.plain, cell.style):
                     continue
                 # Widths may grow ("59s" → "1m 00s"); a cell is never cut to its old width.
-                wider = cell.cell_len > self.columns[ColumnKey(key)].content_width
-                self.update_cell(request.id, key, cell, update_width=wider)
+                if cell.cell_len > self._natural[key]:
+                    self._natural[key] = cell.cell_len
+                    wider = True
+                self.update_cell(request.id, key, cell)
+        if wider:
+            self.fit_columns()
 
     # -- leaving the page -----------------------------------------------------------------------
 

@@ -18,7 +18,11 @@ from svc_console.tui.widgets.paged_table import PagedTable
 EXPIRY_WARNING_S = 60.0
 
 
-def endpoint_name(request: SpendRequest, limit: int = 24) -> str:
+# A name is cut here at most; the table cuts it further, with an ellipsis, when room is short.
+NAME_LIMIT = 40
+
+
+def endpoint_name(request: SpendRequest, limit: int = NAME_LIMIT) -> str:
     if request.endpoint is not None:
         return inert_line(request.endpoint.name, limit)
     return inert_line(request.endpoint_id or request.dataset_id or request.kind, limit)
@@ -37,6 +41,9 @@ class RequestQueue(PagedTable):
         ("risk", "risk"),
     )
     CLOCK_COLUMNS = ("age", "expires")
+    # The endpoint gives way first, then the agent, then the age; never the amount, the time
+    # left, the verdict or the risk.
+    GIVE_WAY = {"endpoint": 8, "agent": 10, "age": 3}
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -44,7 +51,7 @@ class RequestQueue(PagedTable):
         self.marks: Container[str] = ()
 
     def agent_cell(self, request: SpendRequest, colours: Palette) -> Text:
-        agent = Text(inert_line(request.agent, 20))
+        agent = Text(inert_line(request.agent, NAME_LIMIT), overflow="ellipsis")
         if request.id in self.marks:
             return Text.assemble(("● ", f"bold {colours.info}"), agent)
         return agent
@@ -53,15 +60,17 @@ class RequestQueue(PagedTable):
         """Draw one row's mark again, without redrawing the page."""
         request = self.requests.get(request_id)
         if request is not None:
-            self.update_cell(
-                request_id, "agent", self.agent_cell(request, colours), update_width=True
-            )
+            cell = self.agent_cell(request, colours)
+            self.update_cell(request_id, "agent", cell)
+            if cell.cell_len > self._natural["agent"]:
+                self._natural["agent"] = cell.cell_len
+                self.fit_columns()
 
     def cells(self, request: SpendRequest, now: float, colours: Palette) -> list[Text]:
         age, expires = self.clock_cells(request, now, colours)
         return [
             self.agent_cell(request, colours),
-            Text(endpoint_name(request)),
+            Text(endpoint_name(request), overflow="ellipsis"),
             Text(present.price(request.estimate), justify="right"),
             age,
             expires,
@@ -72,7 +81,8 @@ class RequestQueue(PagedTable):
     def clock_cells(self, request: SpendRequest, now: float, colours: Palette) -> list[Text]:
         left = present.seconds_left(request, now)
         style = colours.warn if left is not None and left < EXPIRY_WARNING_S else ""
-        return [Text(present.age(request, now)), Text(present.time_left(request, now), style=style)]
+        age = Text(present.age(request, now), overflow="ellipsis")
+        return [age, Text(present.time_left(request, now), style=style)]
 
 
 def risk_badges(request: SpendRequest, colours: Palette) -> Text:

@@ -62,7 +62,7 @@ lint: $(STAMP)
 # build/site with every warning an error. Nothing is fetched from the network.
 docs: $(STAMP)
 	$(BIN)/python docs/tools/build.py
-	$(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .

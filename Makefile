@@ -57,9 +57,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-# The guide (docs/, MkDocs): its generated pages (the command-line and SKILLS.md references) and
-# its pictures (drawn by the console from a scripted demo state) written afresh, then built into
-# build/site with every warning an error. Nothing is fetched from the network.
+# The guide (docs/, MkDocs): the pages written from the code (the command-line and SKILLS.md
+# references) and its pictures (drawn by the console from a scripted demo state) written afresh,
+# then built into build/site with every warning an error. Nothing is fetched from the network.
 docs: $(STAMP)
 	$(BIN)/python docs/tools/build.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet

@@ -1,5 +1,5 @@
-"""`make docs`, before MkDocs: writes the guide's generated pages and its pictures afresh. Each
-writer is also what its test compares the committed file with."""
+"""`make docs`, before MkDocs: writes afresh the guide's pages taken from the code, and its
+pictures. Each writer is also what its test compares the committed file with."""
 
 from __future__ import annotations
 

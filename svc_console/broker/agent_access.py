@@ -23,8 +23,8 @@ from svc_console.config.agents import AgentSettings
 
 APART = (
     "run agents as another user and open the agents' socket to them with [agents] group or"
-    " uids in settings.toml (docs/security.md: Keeping agents apart), or set [agents] allow_same_user ="
-    " true to accept the risk"
+    " uids in settings.toml (docs/security.md: Keeping agents apart), or set [agents]"
+    " allow_same_user = true to accept the risk"
 )
 
 

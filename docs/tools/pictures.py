@@ -21,6 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "docs" / "images"
 SIZE = (120, 40)
+SLOW_S = 120.0  # the longest a step may take on a loaded machine before the drawing fails
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "tui")]
 
 # What the demo's agents ask for (svc_console/demo.py), one request each, oldest first.
@@ -105,6 +106,13 @@ async def ask(pilot: Any, clock: Any, asks: tuple[tuple[Any, ...], ...] = ASKS) 
     return ids
 
 
+async def footer_drawn(pilot: Any, keys: str) -> None:
+    """The screen's own footer is drawn (Textual composes it a frame after the screen)."""
+    from tui_support import screen_rows, until
+
+    await until(pilot, lambda: keys in screen_rows(pilot.app).get(SIZE[1] - 1, ""))
+
+
 async def approvals(pilot: Any, clock: Any, sandbox: Any) -> None:
     from tui_support import clear_notices, rows, started
 
@@ -113,6 +121,7 @@ async def approvals(pilot: Any, clock: Any, sandbox: Any) -> None:
     clock.advance(20)
     await rows(pilot, len(ASKS))
     await clear_notices(pilot)
+    await footer_drawn(pilot, "a Approve")
 
 
 async def wallet(pilot: Any, clock: Any, sandbox: Any) -> None:
@@ -134,19 +143,24 @@ async def wallet(pilot: Any, clock: Any, sandbox: Any) -> None:
     await until(pilot, lambda: isinstance(pilot.app.screen, WalletScreen))
     await until(pilot, lambda: pilot.app.screen.balance is not None)
     await clear_notices(pilot)
+    await footer_drawn(pilot, "f Fund the wallet")
 
 
 async def usage(pilot: Any, clock: Any, sandbox: Any) -> None:
-    """A month of the demo's charges, only the flagged ones shown (`x`)."""
-    from test_tui_usage import open_usage
+    """Two months of charges, only the flagged ones shown (`x`)."""
+    from test_tui_usage import sync_shown
     from tui_support import clear_notices, until, usage_settled
 
-    await open_usage(pilot)
+    app = pilot.app
+    await until(pilot, lambda: getattr(app, "_started", False), timeout=SLOW_S)
+    await pilot.press("3")  # the sync at start may take a while on a busy machine
+    await until(pilot, lambda: usage_settled(app) and sync_shown(app), timeout=SLOW_S)
     await pilot.press("x")
     await until(
         pilot, lambda: usage_settled(pilot.app) and pilot.app.screen.filter.state == "flagged"
     )
     await clear_notices(pilot)
+    await footer_drawn(pilot, "x Flagged")
 
 
 def _usage_home(home: Path) -> Any:

@@ -4,6 +4,7 @@ here, by name, until `make docs` draws it again."""
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 from pathlib import Path
@@ -20,10 +21,14 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 @pytest.mark.parametrize("name", sorted(pictures.PICTURES))
 def test_a_committed_picture_is_what_its_script_draws(name: str):
-    committed = (pictures.IMAGES / f"{name}.svg").read_text()
-    drawn = pictures.draw(name)
-    assert pictures.structure(committed) == pictures.structure(drawn), (
-        f"docs/images/{name}.svg is not what the console draws now: run `make docs`"
+    committed = pictures.structure((pictures.IMAGES / f"{name}.svg").read_text())
+    drawn = pictures.structure(pictures.draw(name))
+    changed = "\n".join(
+        line[:200] for line in difflib.unified_diff(committed.splitlines(), drawn.splitlines(), n=0)
+    )
+    assert committed == drawn, (
+        f"docs/images/{name}.svg is not what the console draws now (run `make docs`):\n"
+        + changed[:4000]
     )
 
 

@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-optimised bench crash load lint format clean
+.PHONY: demo test test-optimised bench crash load lint format docs clean
 
 # The install speaks in a few lines of its own; pip's output goes to .venv/install.log, shown
 # only when the install fails.
@@ -56,6 +56,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+
+# The guide (docs/, MkDocs): the pages written from the code (the command-line and SKILLS.md
+# references) and its pictures (drawn by the console from a scripted demo state) written afresh,
+# then built into build/site with every warning an error. Nothing is fetched from the network.
+docs: $(STAMP)
+	$(BIN)/python docs/tools/build.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .

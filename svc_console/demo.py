@@ -2,7 +2,7 @@
 and the demo's SKILLS.md policy.
 
 They use only the public socket protocol through `svc_console.agent`, exactly as a real agent
-would, so this file doubles as the example README shows agent authors. One more speaks MCP
+would, so this file doubles as the example docs/agents.md shows agent authors. One more speaks MCP
 through `svc-console mcp`, as an agent in an MCP host does. One, `watch-bot`, is stuck in a loop:
 it asks for the same search again and again, so the policy's brakes have something to stop.
 

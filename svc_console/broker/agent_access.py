@@ -26,8 +26,8 @@ from svc_console.core import names
 
 APART = (
     "run agents as another user and open the agents' socket to them with [agents] group or"
-    " uids in settings.toml (README: Keeping agents apart), or set [agents] allow_same_user ="
-    " true to accept the risk"
+    " uids in settings.toml (docs/security.md: Keeping agents apart), or set [agents]"
+    " allow_same_user = true to accept the risk"
 )
 
 
@@ -83,7 +83,7 @@ class AgentAccess:
         return (
             f"agents running as your own user (uid {self.owner_uid}) are accepted: they can read"
             " every file you can. Set an operator passphrase (svc-console operators passwd) and"
-            " run agents as another user (README: Keeping agents apart)."
+            " run agents as another user (docs/security.md: Keeping agents apart)."
         )
 
     def refusal(self, peer: Peer | None) -> str | None:

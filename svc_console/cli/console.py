@@ -234,7 +234,7 @@ def same_user_advice(runtime: Any) -> str | None:
         guard = " The operator passphrase guards decisions outside the console;"
     else:
         guard = " Set an operator passphrase (svc-console operators passwd), and"
-    return f"{said}{guard} run agents as another user (README: Keeping agents apart)."
+    return f"{said}{guard} run agents as another user (docs/security.md: Keeping agents apart)."
 
 
 def _left_pending(runtime: Any) -> str:

@@ -3,7 +3,7 @@
 It listens on loopback only unless `--allow-remote` is given: the page and its websocket are
 plain HTTP, so on any other interface the login token and every keystroke (a typed amount, the
 operator passphrase) would cross the network readable by anyone on the path. From a phone or
-another machine, reach the loopback address through an SSH tunnel (README: The console in a
+another machine, reach the loopback address through an SSH tunnel (docs/team.md: The console in a
 browser). The web console never starts a broker: start `svc-console serve` (or a console) first.
 """
 

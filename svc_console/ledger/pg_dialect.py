@@ -13,7 +13,7 @@ PostgreSQL's here, on their way to the server.
   PostgreSQL (`FUNCTIONS`), with SQLite's meaning for the paths the ledger uses ('$.a.b', '$[0]'),
   so the queries that read into JSON columns are one text on both engines.
 
-Databases are created with the C collation (tests/postgres.py, and the README says so for a
+Databases are created with the C collation (tests/postgres.py, and docs/team.md says so for a
 team's server): text then sorts by bytes, as SQLite's BINARY does, so pages come in one order.
 """
 

@@ -80,7 +80,7 @@ def show_profiles(folder: Path) -> None:
 
 
 def markdown(results: list[harness.BenchResult]) -> str:
-    """The figures as the README's Performance section shows them."""
+    """The figures as the guide's Performance page (docs/performance.md) shows them."""
     lines = [
         "| benchmark | median | p99 | min | max | target | baseline (median) | met |",
         "|---|---|---|---|---|---|---|---|",

@@ -1,11 +1,12 @@
-"""The README's command table is what the CLI does: every command it documents exists with every
-option it names, and every command the CLI has is documented. Then each command that needs a
+"""The guide's command-line reference is what the CLI does: it is written from the parser
+(`docs/tools/cli_reference.py`, which `make docs` runs), the committed page is what that writes
+today, and every command and option of the parser is on it. Then each command that needs a
 console, run with none, with invalid arguments, or against a file-size limit (a full disk), says
 one line and exits 2, never a traceback."""
 
 from __future__ import annotations
 
-import re
+import argparse
 import resource
 import subprocess
 import sys
@@ -15,61 +16,40 @@ import pytest
 
 from svc_console.cli.entry import parser
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "docs" / "tools"))
+
+import cli_reference  # noqa: E402
+
 CLI = [sys.executable, "-m", "svc_console"]
 
 
-def documented() -> list[tuple[list[str], set[str]]]:
-    """(command path, options named) for each command line of the README's table; a line whose
-    alternatives are split by ` / ` gives one entry per alternative."""
-    entries = []
-    for line in README.read_text().splitlines():
-        found = re.match(r"\| `svc-console ?([^`]*)` \|", line)
-        if found is None:
-            continue
-        text = found.group(1).replace("\\|", "|")
-        words = text.split()
-        group = [w for w in words[:1] if re.fullmatch(r"[a-z]+", w)]
-        for number, alternative in enumerate(text.split(" / ")):
-            tokens = alternative.split()
-            path = tokens[: 2 if number == 0 else 1]
-            path = [t for t in path if re.fullmatch(r"[a-z]+", t)]
-            if number > 0:
-                path = group + path
-            entries.append((path, set(re.findall(r"--[a-z][a-z-]*", alternative))))
-    return entries
+def test_the_committed_reference_is_what_the_parser_says_today():
+    committed = cli_reference.PAGE.read_text()
+    assert committed == cli_reference.render(), (
+        "docs/command-line.md is out of date with the command line: run `make docs`"
+    )
 
 
-def help_of(path: list[str]) -> str:
-    argv = [*path, "--help"]
-    with pytest.raises(SystemExit) as done:
-        import contextlib
-        import io
-
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            parser().parse_args(argv)
-    assert done.value.code == 0, path
-    return out.getvalue()
+def all_commands() -> list[tuple[list[str], argparse.ArgumentParser]]:
+    return [(path, sub) for path, _, sub in cli_reference.commands(parser())]
 
 
 @pytest.mark.parametrize(
-    ("path", "options"), documented(), ids=lambda v: " ".join(v) if isinstance(v, list) else ""
+    ("path", "command"), all_commands(), ids=lambda v: " ".join(v) if isinstance(v, list) else ""
 )
-def test_each_documented_command_exists_with_the_options_it_names(path, options):
-    text = help_of(path)
-    missing = {option for option in options if option not in text}
-    assert not missing, f"svc-console {' '.join(path)} has no {sorted(missing)}"
-
-
-def test_every_command_of_the_cli_is_documented():
-    paths = {" ".join(path) for path, _ in documented()}
-    commands = parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    for name, sub in commands.items():
-        inner = [a for a in sub._actions if a.__class__.__name__ == "_SubParsersAction"]
-        names = [f"{name} {child}" for child in inner[0].choices] if inner else [name]
-        for full in names:
-            assert full in paths, f"svc-console {full} is not in the README's command table"
+def test_every_command_and_option_of_the_cli_is_in_the_reference(path, command):
+    page = cli_reference.PAGE.read_text()
+    assert " ".join(path) in cli_reference.documented_commands(page), (
+        f"svc-console {' '.join(path)} is not in docs/command-line.md"
+    )
+    heading = f"## `svc-console {' '.join(path)}`\n"
+    section = page.split(heading, 1)[1].split("\n## ", 1)[0]
+    for action in command._actions:
+        if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+            continue
+        for option in action.option_strings:
+            assert option in section, f"svc-console {' '.join(path)} {option} is not documented"
 
 
 NEEDS_A_CONSOLE = [

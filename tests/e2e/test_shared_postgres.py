@@ -2,7 +2,7 @@
 
 Each broker is `svc-console serve` in a process of its own, with a console home of its own (its
 sockets, its log, its head file) and the same SVC_LEDGER_URL; the second is given the first's
-audit key, as the README says. The sandbox is a third process, so what was charged is counted on
+audit key, as docs/team.md says. The sandbox is a third process, so what was charged is counted on
 the service's side. The PostgreSQL server is the tests' own (tests/postgres.py).
 
 - One overall cap, 200 agents (100 on each broker), each asking twice for a search the policy

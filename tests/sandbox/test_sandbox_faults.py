@@ -174,7 +174,8 @@ async def test_reprice_asks_more_than_the_dry_run(wallet: WalletClient, http, sa
     fault = sandbox.state.faults.add("reprice", routes=["proxy", "market"], factor=3, count=2)
     dry = await wallet.dry_run("x402", WEBSEARCH_ID, SEARCH_INPUTS)
     assert dry.estimated_usdc == Decimal("0.01")
-    # The dry run is not repriced, and spends none of the count (as the README says).
+    # The dry run is not repriced, and spends none of the count (as the guide's sandbox page
+    # says).
     assert sandbox.state.faults.armed("reprice") and fault.fired == 0
     with pytest.raises(errors.PriceAboveCeiling) as repriced:
         await _execute(wallet, "rp-1")

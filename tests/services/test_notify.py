@@ -101,7 +101,8 @@ async def start(make_runtime) -> AsyncIterator[Callable]:
 
 
 def verified(received: Received) -> dict:
-    """The body of a signed notice, after checking its signature as README.md tells receivers."""
+    """The body of a signed notice, after checking its signature as docs/operations.md tells
+    receivers."""
     stamp = received.headers["X-Svc-Console-Timestamp"]
     expected = hmac.new(
         SECRET.encode(), stamp.encode() + b"." + received.body, hashlib.sha256

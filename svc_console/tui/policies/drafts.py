@@ -34,7 +34,7 @@ def errors_summary(result: DraftCheck) -> str:
 
 def shown_path(path: Path, home: Path) -> str:
     """A policy file's path as the operator would type it: under the console's home, from
-    `$SVC_CONSOLE_HOME` (as the README names it); elsewhere, whole."""
+    `$SVC_CONSOLE_HOME` (as the guide names it); elsewhere, whole."""
     try:
         return inert_line(f"$SVC_CONSOLE_HOME/{path.relative_to(home)}", 200)
     except ValueError:

@@ -108,3 +108,40 @@ def test_run_process_reports_wall_time_and_peak_memory() -> None:
     assert run.wall_ms > 0
     failed = harness.run_process([sys.executable, "-c", "import sys; sys.exit(3)"])
     assert failed.returncode == 3
+
+
+def test_a_baseline_row_is_shown_beside_the_targets_and_never_counted_as_met() -> None:
+    limit = BenchResult(
+        "the sandbox alone",
+        "req/s",
+        Figures(6000.0, None, 5000.0, 7000.0, 3),
+        Target({"median": 2000.0}, higher_is_better=True),
+        role="baseline",
+    )
+    assert not limit.meets_target
+    data = json.loads(json.dumps(limit.to_json()))
+    assert data["role"] == "baseline" and data["meets_target"] is None
+    assert BenchResult.from_json(data).role == "baseline"
+    harness.stamp([limit], harness.new_run(), [0.5, 0.4, 0.3])
+    assert harness.format_table([limit]).splitlines()[3].endswith("baseline, not a target")
+
+
+def test_every_row_carries_its_run_and_a_table_refuses_rows_of_two_runs() -> None:
+    first, second = harness.new_run(), {"id": "another", "started": "20260101T000000Z"}
+    rows = [
+        BenchResult("a", "ms", Figures(1.0, None, 1.0, 1.0, 3), Target({"median": 2.0})),
+        BenchResult("b", "ms", Figures(1.0, None, 1.0, 1.0, 3), Target({"median": 2.0})),
+    ]
+    harness.stamp(rows, first, [1.25, 1.0, 0.5])
+    data = rows[0].to_json()["run"]
+    assert data["id"] == first["id"] and data["started"] == first["started"]
+    assert data["load_average"] == [1.25, 1.0, 0.5] and len(data["load_average_after"]) == 3
+    table = harness.format_table(rows).splitlines()
+    assert table[0].startswith(f"run {first['id']} (started {first['started']})")
+    assert table[1].split()[-2:] == ["load", "met"] and table[3].split()[-2:] == ["1.25", "yes"]
+    harness.stamp(rows[1:], second, [9.0, 9.0, 9.0])
+    with pytest.raises(ValueError, match="2 runs"):
+        harness.format_table(rows)
+    unstamped = BenchResult("c", "ms", Figures(1.0, None, 1.0, 1.0, 3), Target({"median": 2.0}))
+    with pytest.raises(ValueError, match="runs"):
+        harness.one_run([rows[0], unstamped])

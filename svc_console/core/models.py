@@ -6,10 +6,19 @@ Field names on the wire follow SPEC.md (`qualityScore`, `domain_type`); Python n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import AliasGenerator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AliasGenerator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    model_serializer,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from svc_console.core.money import Usdc
@@ -198,6 +207,70 @@ class Verdict(Model):
     citations: list[RuleCitation] = Field(default_factory=list)
     budgets: list[BudgetImpact] = Field(default_factory=list)
     policy_sha256: str | None = None
+    # What writes the words of a verdict made by `later`, until they are first read.
+    _write: Callable[[], dict[str, Any]] | None = PrivateAttr(None)
+
+    @classmethod
+    def later(
+        cls, outcome: str, policy_sha256: str | None, write: Callable[[], dict[str, Any]]
+    ) -> Verdict:
+        """A verdict whose words (summary, rules, citations, budgets) are written by `write`
+        when first read or serialised: judging a request costs its outcome, not its prose.
+        `write` returns values of the fields' own types, made by the console."""
+        verdict = cls.__new__(cls)
+        object.__setattr__(
+            verdict, "__dict__", {"outcome": outcome, "policy_sha256": policy_sha256}
+        )
+        object.__setattr__(verdict, "__pydantic_fields_set__", set(_ORDER))
+        object.__setattr__(verdict, "__pydantic_extra__", None)
+        object.__setattr__(verdict, "__pydantic_private__", {"_write": write})
+        return verdict
+
+    def _written(self) -> None:
+        private = self.__pydantic_private__
+        write = private.get("_write") if private else None
+        if write is not None:
+            private["_write"] = None
+            # In the fields' order, as any verdict serialises; a copy's update wins.
+            words, given = write(), self.__dict__
+            whole = {name: given[name] if name in given else words[name] for name in _ORDER}
+            object.__setattr__(self, "__dict__", whole)
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            if name in _WORDS:
+                self._written()
+                if name in self.__dict__:
+                    return self.__dict__[name]
+            return super().__getattr__(name)
+
+    @model_serializer(mode="wrap")
+    def _serialised_whole(self, handler: Any) -> Any:
+        self._written()
+        return handler(self)
+
+    def __eq__(self, other: object) -> bool:
+        self._written()
+        if isinstance(other, Verdict):
+            other._written()
+        return super().__eq__(other)
+
+    def __repr_args__(self) -> Any:
+        self._written()
+        return super().__repr_args__()
+
+    def __iter__(self) -> Any:
+        self._written()
+        return super().__iter__()
+
+    def __getstate__(self) -> dict[Any, Any]:
+        self._written()
+        return super().__getstate__()
+
+
+_WORDS = frozenset({"summary", "rules", "citations", "budgets"})
+_ORDER = tuple(Verdict.model_fields)
 
 
 class Evidence(Model):

@@ -199,17 +199,32 @@ def group_budgets(checks: list[BudgetCheck]) -> list[BudgetGroup]:
 
 
 class AutoRule:
-    __slots__ = ("budgets", "checks", "domains", "name", "where")
+    __slots__ = ("budgets", "checks", "domains", "name", "names", "where")
 
     def __init__(
         self, name: str, where: Where, when: When, budgets: list[BudgetCheck], clock: Clock
     ):
         self.name, self.where, self.budgets = name, where, budgets
-        # The domain types it is limited to: the engine only tries the rule on those.
+        # The engine indexes requests by the rule's domain types and by its lists of agents,
+        # providers and endpoints (`names`), and tries the other conditions (`checks`) only on
+        # a request these let through.
         self.domains = frozenset(when.domain_types) if when.domain_types is not None else None
+        self.names = [
+            _in_list(matcher(key, entries), LIST_FACTS[key])
+            for key in sorted(GLOB_LISTS)
+            if (entries := getattr(when, key)) is not None
+        ]
         self.checks = conditions(when, clock)
 
+    def named(self, facts: Facts) -> bool:
+        """Whether the request's agent, provider and endpoint are in the rule's lists."""
+        for check in self.names:  # noqa: SIM110
+            if not check(facts, 0.0):
+                return False
+        return True
+
     def holds(self, facts: Facts, now: float) -> bool:
+        """The conditions besides domain types and names (the engine's index checks those)."""
         # A plain loop: all() over a generator costs a frame per rule on the hot path.
         for check in self.checks:  # noqa: SIM110
             if not check(facts, now):
@@ -218,8 +233,8 @@ class AutoRule:
 
 
 def conditions(when: When, clock: Clock) -> list[Check]:
-    """The rule's conditions, cheapest and most selective first (domain types are indexed by the
-    engine, so not checked here)."""
+    """The rule's conditions, cheapest and most selective first, but for its domain types and
+    lists of agents, providers and endpoints, which the engine indexes (`AutoRule.named`)."""
     checks: list[Check] = []
     if when.max_usdc is not None:
         most = to_atomic(when.max_usdc)
@@ -231,9 +246,9 @@ def conditions(when: When, clock: Clock) -> list[Check]:
         checks.append(lambda facts, now: facts.verified is verified)
     if when.fixed_price:
         checks.append(lambda facts, now: not facts.dynamic)
-    for key in sorted(LIST_KEYS, key=lambda key: key in GLOB_LISTS):
+    for key in LIST_KEYS:
         entries = getattr(when, key)
-        if entries is not None and key != "domain_types":
+        if entries is not None and key != "domain_types" and key not in GLOB_LISTS:
             checks.append(_in_list(matcher(key, entries), LIST_FACTS[key]))
     if when.min_quality is not None:
         least = when.min_quality

@@ -25,7 +25,7 @@ from svc_console.policy.checks import AutoRule, BudgetCheck, Cite, group_budgets
 from svc_console.policy.facts import Facts
 from svc_console.policy.grants import GrantBook
 from svc_console.policy.loader import LoadedPolicy
-from svc_console.policy.matchers import MISSING, InputScanner
+from svc_console.policy.matchers import KNOWN_MAX, MISSING, InputScanner
 from svc_console.policy.rules import SECRET_NAMES
 
 _COMPUTE = {"breed_agent": "svc_breed_agent", "merge_models": "merge_models"}
@@ -111,11 +111,16 @@ class CompiledPolicy:
                 rule for rule in self.auto if rule.domains is None or domain in rule.domains
             ]
         self._auto_anywhere = anywhere
+        # The rules a request's names and domain type let it reach, by those facts (see
+        # `_reachable`): most requests reach none or one of many rules.
+        self._reach: dict[tuple, tuple[AutoRule, ...]] = {}
         if generated:
             self._lists = hotpath.list_checks(self)
             self._budgets = hotpath.budget_checks(self)
+            self._reachable = self._indexed
         else:
             self._lists, self._budgets = self._list_checks, self._budget_checks
+            self._reachable = self._in_order
 
     # -- evaluation -------------------------------------------------------------------------------
 
@@ -163,7 +168,7 @@ class CompiledPolicy:
         if grants is not None and (grant := grants.approves(facts, now, cites)) is not None:
             result.outcome, result.rule = "auto_approve", grant.rule
             return result
-        for rule in self._auto_for.get(facts.domain_type, self._auto_anywhere):
+        for rule in self._reachable(facts):
             if not rule.holds(facts, now):
                 continue
             measured = [m for b in rule.budgets if (m := b.measure(facts, totals, now))]
@@ -186,6 +191,28 @@ class CompiledPolicy:
             )
             return result
         return result
+
+    def _in_order(self, facts: Facts) -> list[AutoRule]:
+        """The auto-approve rules, in their written order, whose domain types and lists of
+        agents, providers and endpoints hold for the request (unindexed: the reference)."""
+        domain = facts.domain_type
+        return [
+            rule
+            for rule in self.auto
+            if (rule.domains is None or domain in rule.domains) and rule.named(facts)
+        ]
+
+    def _indexed(self, facts: Facts) -> tuple[AutoRule, ...]:
+        """`_in_order`, by an index: those rules depend on the request's domain type and names
+        alone, so they are found once for each combination seen (bounded, emptied when full)."""
+        key = (facts.domain_type, facts.agent, facts.provider, facts.provider_name, facts.endpoint)
+        found = self._reach.get(key)
+        if found is None:
+            if len(self._reach) >= KNOWN_MAX:
+                self._reach.clear()
+            rules = self._auto_for.get(facts.domain_type, self._auto_anywhere)
+            found = self._reach[key] = tuple(rule for rule in rules if rule.named(facts))
+        return found
 
     def _two_person_cite(self) -> Cite:
         above = format_usdc(self.two_person_above_usdc or Decimal(0))

@@ -16,6 +16,7 @@ from svc_console.policy import linear_regex
 
 _GLOB_CHARS = frozenset("*?[")
 KNOWN_MAX = 8192
+KNOWN_TEXT = 256  # characters of the longest text an input scanner remembers
 MISSING = object()  # not looked up yet (None in `known` means: looked up, no entry matches)
 
 
@@ -107,6 +108,9 @@ class InputScanner:
         )
         # Shorter text cannot hold any of them (most keys, many values).
         self.shortest = min((entry[2] for entry in self.patterns), default=0) if not patterns else 0
+        # What each text seen found (a pattern's name or None): keys and many values recur, and
+        # one search costs far more than a lookup. Bounded; emptied when full.
+        self.known: dict[str, str | None] = {}
 
     def find(self, inputs: Any) -> tuple[str, str] | None:
         """(field path, pattern name) of the first forbidden value found, or None."""
@@ -132,6 +136,17 @@ class InputScanner:
 
     def match(self, text: str) -> str | None:
         """The name of the first pattern found in `text`, or None."""
+        if len(text) > KNOWN_TEXT:
+            return self._search(text)
+        known = self.known
+        found = known.get(text, MISSING)
+        if found is MISSING:
+            if len(known) >= KNOWN_MAX:
+                known.clear()
+            found = known[text] = self._search(text)
+        return found
+
+    def _search(self, text: str) -> str | None:
         size = len(text)
         if size < self.shortest:
             return None

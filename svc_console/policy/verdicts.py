@@ -33,8 +33,13 @@ def _name(file: str) -> str:
 def to_verdict(
     evaluation: Evaluation, sha256: str | None = None, note: str | None = None
 ) -> Verdict:
-    """The verdict of an evaluation. Built without re-validation (`model_construct`): every
-    value here was made by the engine, of the right type, and this runs for every request."""
+    """The verdict of an evaluation, its words written when first read (`Verdict.later`): the
+    broker judges every request, and the words cost ten times the judging."""
+    return Verdict.later(evaluation.outcome, sha256, lambda: _words(evaluation, note))
+
+
+def _words(evaluation: Evaluation, note: str | None) -> dict:
+    """The summary, the deciding rules, every citation and the budgets' figures."""
     cites = evaluation.citations
     if evaluation.outcome == "deny":
         deciding = [c for c in cites if c.effect == "deny"]
@@ -67,16 +72,16 @@ def to_verdict(
         for c in deciding
     ]
     # One validation of plain values is faster than constructing each nested model.
-    return Verdict.model_validate(
+    whole = Verdict.model_validate(
         {
             "outcome": evaluation.outcome,
             "summary": summary,
             "rules": rules,
             "citations": [_citation(c) for c in cites],
             "budgets": [_impact(*impact) for impact in evaluation.impacts],
-            "policy_sha256": sha256,
         }
     )
+    return {name: getattr(whole, name) for name in ("summary", "rules", "citations", "budgets")}
 
 
 def _citation(cite: Cite) -> dict:

@@ -204,6 +204,7 @@ def _limit(runs: int) -> BenchResult:
         unit="req/s",
         figures=Figures.of(rates),
         target=TARGET,
+        role="baseline",  # the fixture's limit the broker's rows are read against
         context={
             "sandbox_processes": DEFAULT_WORKERS,
             "connections": LIMIT_CONNECTIONS,

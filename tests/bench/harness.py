@@ -152,7 +152,11 @@ class BenchResult:
     """One line of the table and one object of results.json.
 
     `conditions` are what the target demands besides the figures (`{"none lost": True}`);
-    `context` holds facts a reader needs to interpret the figures (rows, engine, machine load)."""
+    `context` holds facts a reader needs to interpret the figures (rows, engine). `role`:
+    "target" for the product's own figures, "baseline" for a fixture's (the sandbox alone): a
+    limit the others are read against, shown beside its target but never counted as one met.
+    `run`: the run it was measured in (its id and start) and the machine's load average when
+    its module started and ended (`stamp`)."""
 
     name: str
     unit: str
@@ -162,19 +166,25 @@ class BenchResult:
     conditions: dict[str, bool] = field(default_factory=dict)
     context: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    role: str = "target"
+    run: dict[str, Any] = field(default_factory=dict)
 
     @property
     def meets_target(self) -> bool:
-        return self.target.met_by(self.figures) and all(self.conditions.values())
+        """Whether the product meets its target here; never for a baseline row."""
+        met = self.target.met_by(self.figures) and all(self.conditions.values())
+        return met and self.role == "target"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "unit": self.unit,
+            "role": self.role,
+            "run": self.run,
             **self.figures.to_json(),
             "target": self.target.to_json(self.unit),
             "baseline": self.baseline.to_json() if self.baseline else None,
-            "meets_target": self.meets_target,
+            "meets_target": self.meets_target if self.role == "target" else None,
             "conditions": self.conditions,
             "context": self.context,
             "note": self.note,
@@ -191,7 +201,36 @@ class BenchResult:
             conditions=dict(data.get("conditions") or {}),
             context=dict(data.get("context") or {}),
             note=data.get("note") or "",
+            role=data.get("role") or "target",
+            run=dict(data.get("run") or {}),
         )
+
+
+def new_run() -> dict[str, Any]:
+    """The identity of a run of benchmarks: an id and when it started (UTC)."""
+    started = time.time()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
+    return {"id": f"{stamp}-{os.getpid()}", "started": stamp}
+
+
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def stamp(results: Iterable[BenchResult], run: Mapping[str, Any], before: list[float]) -> None:
+    """Mark each result with its run and the load average around its measurement."""
+    for result in results:
+        result.run = {**run, "load_average": before, "load_average_after": load_average()}
+
+
+def one_run(results: Sequence[BenchResult]) -> dict[str, Any] | None:
+    """The run all the results come from (None for unstamped ones); ValueError when they mix
+    runs, or stamped and unstamped rows: a table compares figures of one run, never of two."""
+    ids = {result.run.get("id") for result in results}
+    if len(ids) > 1:
+        shown = ", ".join(sorted(str(i) for i in ids))
+        raise ValueError(f"these results come from {len(ids)} runs ({shown}): one run a table")
+    return results[0].run or None if results else None
 
 
 def not_measured(
@@ -317,7 +356,7 @@ def number(value: float | None) -> str:
     return f"{value:.3g}"
 
 
-COLUMNS = ("benchmark", "unit", "median", "p99", "min", "max", "target", "baseline", "met")
+COLUMNS = ("benchmark", "unit", "median", "p99", "min", "max", "target", "baseline", "load", "met")
 
 
 def _row(result: BenchResult) -> list[str]:
@@ -331,6 +370,9 @@ def _row(result: BenchResult) -> list[str]:
     for name, ok in result.conditions.items():
         if not ok:
             met += f" ({name}: no)"
+    if result.role != "target":
+        met = "baseline, not a target"
+    load = result.run.get("load_average") or ["-"]
     return [
         result.name,
         result.unit,
@@ -340,15 +382,21 @@ def _row(result: BenchResult) -> list[str]:
         number(f.max),
         result.target.describe(result.unit),
         baseline,
+        str(load[0]),
         met,
     ]
 
 
 def format_table(results: Sequence[BenchResult]) -> str:
+    """The results of one run as a table, headed by the run (ValueError if they mix runs); the
+    load column is the one-minute load average when the row's benchmark started."""
+    run = one_run(results)
     rows = [list(COLUMNS), *(_row(r) for r in results)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
-    numeric = {2, 3, 4, 5}
+    numeric = {2, 3, 4, 5, 8}
     lines = []
+    if run is not None:
+        lines.append(f"run {run['id']} (started {run['started']}); load: one-minute average")
     for n, row in enumerate(rows):
         cells = [
             cell.rjust(widths[i]) if i in numeric and n else cell.ljust(widths[i])
@@ -396,6 +444,7 @@ def read_json(path: Path) -> list[BenchResult]:
 
 
 PROFILE_ENV = "BENCH_PROFILE_DIR"
+RUN_ENV = "BENCH_RUN"  # the run a module's results belong to, as `run.py` names it (JSON)
 
 
 def profile_prefix(name: str) -> str | None:
@@ -416,7 +465,9 @@ def main(run: Callable[[int], list[BenchResult]], *, default_runs: int = 5) -> N
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
         os.environ[PROFILE_ENV] = str(args.profile.resolve())
+    before, identity = load_average(), json.loads(os.environ.get(RUN_ENV) or "null") or new_run()
     results = run(args.runs)
+    stamp(results, identity, before)
     print(format_table(results), flush=True)
     if args.json:
         write_json(results, args.json)

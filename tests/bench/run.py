@@ -5,7 +5,10 @@
 Generates (or reuses) the data first, then runs each `bench_*.py` in a fresh interpreter with
 `--json`, so no benchmark's imports, caches or peak memory colour another's; a module that fails
 is reported and the others still run. Prints one table and writes `tests/bench/results.json` (a
-list: one object per benchmark with its figures, target, baseline and `meets_target`).
+list: one object per benchmark with its figures, target, baseline and `meets_target`), holding
+this run's rows alone: every row carries the run's id and start and the load average around
+its benchmark, and a table is never drawn from rows of two runs. A fixture's row (the sandbox
+alone) is a baseline, never counted among the targets met.
 
 `--profile NAME` runs only `bench_NAME.py`, under pyinstrument where the module supports it, and
 prints the top of the profiles it wrote to `build/bench/profile/`.
@@ -14,7 +17,7 @@ prints the top of the profiles it wrote to `build/bench/profile/`.
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import subprocess
 import sys
 import tempfile
@@ -46,7 +49,9 @@ def modules() -> list[str]:
     return sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
 
 
-def run_module(name: str, runs: int | None, profile: Path | None) -> list[harness.BenchResult]:
+def run_module(
+    name: str, runs: int | None, profile: Path | None, run: dict
+) -> list[harness.BenchResult]:
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / f"{name}.json"
         argv = [sys.executable, str(harness.BENCH_DIR / f"bench_{name}.py"), "--json", str(out)]
@@ -54,16 +59,16 @@ def run_module(name: str, runs: int | None, profile: Path | None) -> list[harnes
             argv += ["--runs", str(runs)]
         if profile is not None:
             argv += ["--profile", str(profile)]
-        started = time.perf_counter()
-        print(f"\n== {name}", flush=True)
+        started, load = time.perf_counter(), harness.load_average()
+        print(f"\n== {name} (load average {load})", flush=True)
         # Output goes straight through: progress and notes show as they come.
-        done = subprocess.run(
-            argv, env=harness.bench_env(), cwd=harness.BENCH_DIR, timeout=MODULE_TIMEOUT_S
-        )
+        env = harness.bench_env(**{harness.RUN_ENV: json.dumps(run)})
+        done = subprocess.run(argv, env=env, cwd=harness.BENCH_DIR, timeout=MODULE_TIMEOUT_S)
         print(f"== {name}: {time.perf_counter() - started:.0f} s", flush=True)
         if done.returncode != 0:
             raise RuntimeError(f"bench_{name}.py exited with {done.returncode}")
         results = harness.read_json(out)
+        harness.stamp(results, run, load)
         for result in results:
             result.context["module"] = name
         return results
@@ -80,31 +85,26 @@ def show_profiles(folder: Path) -> None:
 
 
 def markdown(results: list[harness.BenchResult]) -> str:
-    """The figures as the guide's Performance page (docs/performance.md) shows them."""
+    """The figures of one run as the guide's Performance page (docs/performance.md) shows them."""
+    run = harness.one_run(results)
     lines = [
-        "| benchmark | median | p99 | min | max | target | baseline (median) | met |",
-        "|---|---|---|---|---|---|---|---|",
+        f"Run {run['id']} (started {run['started']}); load: one-minute average." if run else "",
+        "",
+        "| benchmark | median | p99 | min | max | target | baseline (median) | load | met |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         f, unit = r.figures, r.unit
         baseline = f"{harness.number(r.baseline.figures.median)} {unit}" if r.baseline else "-"
         cells = [harness.number(v) for v in (f.median, f.p99, f.min, f.max)]
+        met = "yes" if r.meets_target else "no"
+        met = met if r.role == "target" else "baseline, not a target"
+        load = (r.run.get("load_average") or ["-"])[0]
         lines.append(
             f"| {r.name} | {' | '.join(c if c == '-' else f'{c} {unit}' for c in cells)}"
-            f" | {r.target.describe(unit)} | {baseline} | {'yes' if r.meets_target else 'no'} |"
+            f" | {r.target.describe(unit)} | {baseline} | {load} | {met} |"
         )
     return "\n".join(lines)
-
-
-def _merge(results: list[harness.BenchResult], ran: list[str]) -> list[harness.BenchResult]:
-    """This run's results, plus those of modules it did not run (`--only`) from the last file."""
-    kept: list[harness.BenchResult] = []
-    if RESULTS.exists():
-        try:
-            kept = [r for r in harness.read_json(RESULTS) if r.context.get("module") not in ran]
-        except (ValueError, KeyError, TypeError):
-            kept = []  # an unreadable old file is simply replaced
-    return results + kept
 
 
 def main() -> int:
@@ -145,29 +145,33 @@ def main() -> int:
     if args.profile:
         profile = PROFILES / time.strftime("%Y%m%d-%H%M%S")
         profile.mkdir(parents=True)
+    run = harness.new_run()
+    print(f"run {run['id']}", flush=True)
     results: list[harness.BenchResult] = []
     failed = []
     for name in chosen:
         try:
-            results += run_module(name, args.runs, profile)
+            results += run_module(name, args.runs, profile, run)
         except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as exc:
             print(f"!! {name}: {exc}", flush=True)
             failed.append(name)
 
-    machine["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    # The load is each row's own (`run`), taken around its benchmark.
+    machine = {key: value for key, value in machine.items() if key != "load_average"}
     for result in results:
         result.context.setdefault("machine", machine)
     print("\n" + harness.format_table(results))
     if profile is not None:
         show_profiles(profile)
     else:
-        merged = _merge(results, chosen)
-        harness.write_json(merged, RESULTS)
-        print(f"\nwritten: {RESULTS.relative_to(harness.REPO)} ({len(merged)} benchmarks)")
-    # A row without figures (no PostgreSQL here, a setup refused) is said apart from a miss.
-    measured = [r for r in results if r.conditions.get("measured", True)]
+        harness.write_json(results, RESULTS)
+        print(f"\nwritten: {RESULTS.relative_to(harness.REPO)} ({len(results)} rows of this run)")
+    # A row without figures (no PostgreSQL here, a setup refused) is said apart from a miss; a
+    # baseline row is no target.
+    targets = [r for r in results if r.role == "target"]
+    measured = [r for r in targets if r.conditions.get("measured", True)]
     missed = [r.name for r in measured if not r.meets_target]
-    unmeasured = len(results) - len(measured)
+    unmeasured = len(targets) - len(measured)
     print(
         f"targets met: {len(measured) - len(missed)} of {len(measured)}"
         + (f"; {unmeasured} not measured (see the notes)" if unmeasured else "")

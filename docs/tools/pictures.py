@@ -216,10 +216,15 @@ def draw(name: str) -> str:
         wallet_screen.POLL_S = poll
 
 
+# A request's age and time left, as the list shows them (`44s`, `14m&#160;16s`, `2h&#160;5m`).
+_DURATION = re.compile(r"(?<![\w.])\d+[hms](?:&#160;\d+[ms])?(?![\w.])")
+
+
 def structure(svg: str) -> str:
     """What a picture shows, without what differs from one drawing to the next: Textual names
-    its CSS classes after a hash of the run (`terminal-1234-r5`)."""
-    return re.sub(r"terminal-\d+", "terminal", svg)
+    its CSS classes after a hash of the run (`terminal-1234-r5`), and a request's age and time
+    left depend on the moment the broker took it in, which the script does not fix."""
+    return _DURATION.sub("N", re.sub(r"terminal-\d+", "terminal", svg))
 
 
 def write_all() -> list[Path]:

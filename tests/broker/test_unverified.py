@@ -107,7 +107,7 @@ async def test_failures_of_invented_names_pause_them_all_as_one(start, paths):
         assert (await judged(runtime, f"flaky-{n}", **scrape)).state == State.denied
     assert [p.agent for p in pauses.paused(runtime.ledger)] == ["(unverified)"]
     another = await judged(runtime, "fresh-name")
-    assert "agent (unverified) is paused" in another.verdict.summary
+    assert "agent (unverified)'s rules are paused" in another.verdict.summary
     # A registered agent is not paused with them.
     mine = await judged(runtime, "steady-bot", agent_token(paths, "steady-bot"))
     assert "paused" not in mine.verdict.summary

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from helpers import agent_token
 from tui_support import build_console, screen_text, started, until
 
 from svc_console.agent import AsyncAgent
@@ -53,7 +54,9 @@ async def test_the_detail_shows_the_deciding_rules_and_the_budget_impact(
     app = build_console(make_runtime, clock)
     async with app.run_test(size=(120, 40)) as pilot:
         await started(pilot)
-        async with AsyncAgent("bot", app.runtime.paths.socket) as agent:
+        async with AsyncAgent(
+            "bot", app.runtime.paths.socket, token=agent_token(app.runtime.paths, "bot")
+        ) as agent:
             ticket = await agent.submit(
                 endpoint_id="ep_websearch_basic", inputs={"query": "x"}, purpose="p"
             )

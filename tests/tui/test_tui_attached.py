@@ -9,7 +9,7 @@ import asyncio
 import json
 from typing import Any
 
-from helpers import eventually
+from helpers import agent_token, eventually
 from operator_support import past_the_wait
 from tui_support import queue, rows, screen_text, secret_asked, type_text, until
 
@@ -28,7 +28,7 @@ async def submit(runtime: Runtime, query: str) -> str:
     """A request waiting for the operator (submitted in process: no agent's process tree stands
     behind it, so this test's process may decide it)."""
     params = SubmitParams(agent="bot", kind="market_call", inputs={"query": query}, **SEARCH)
-    request = await runtime.broker.submit(params)
+    request = await runtime.broker.submit(params, verified=True)  # a registered agent's
     await eventually(lambda: runtime.broker.get(request.id).state == State.pending, timeout=30)
     return request.id
 
@@ -87,7 +87,9 @@ async def test_two_attached_consoles_share_the_queue_and_a_decision_in_one_leave
     assert said["channel"] == "cli" and said["pid"] is not None
     # The consoles are closed; the broker still serves agents and operators.
     assert await answering(runtime) is not None
-    async with AsyncAgent("bot", runtime.paths.socket) as agent:
+    async with AsyncAgent(
+        "bot", runtime.paths.socket, token=agent_token(runtime.paths, "bot")
+    ) as agent:
         ticket = await agent.submit(inputs={"query": "after"}, **SEARCH)
     assert ticket["request_id"]
 

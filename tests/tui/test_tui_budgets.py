@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers import FakeClock
+from helpers import FakeClock, agent_token
 from textual.pilot import Pilot
 from tui_support import build_console, clear_notices, rows, started, until
 
@@ -50,7 +50,9 @@ def console(make_runtime: Callable[..., Runtime], clock: FakeClock) -> Callable[
 
 async def pending(pilot: Pilot[Any], app: ConsoleApp, agent: str, query: str) -> str:
     broker = app.runtime.broker
-    async with AsyncAgent(agent, app.runtime.paths.socket) as client:
+    async with AsyncAgent(
+        agent, app.runtime.paths.socket, token=agent_token(app.runtime.paths, agent)
+    ) as client:
         request_id = (await client.submit(**SEARCH, inputs={"query": query}))["request_id"]
     await until(pilot, lambda: broker.get(request_id).state == State.pending)
     return request_id

@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from helpers import FakeClock
+from helpers import FakeClock, agent_token
 from textual.pilot import Pilot
 from tui_support import build_console, clear_notices, notices, screen_text, started, until
 
@@ -32,7 +32,9 @@ def console(make_runtime: Callable[..., Runtime], clock: FakeClock) -> Callable[
 
 async def pending(pilot: Pilot[Any], app: ConsoleApp, agent: str, query: str) -> str:
     broker = app.runtime.broker
-    async with AsyncAgent(agent, app.runtime.paths.socket) as client:
+    async with AsyncAgent(
+        agent, app.runtime.paths.socket, token=agent_token(app.runtime.paths, agent)
+    ) as client:
         request_id = (await client.submit(**SEARCH, inputs={"query": query}))["request_id"]
     await until(pilot, lambda: broker.get(request_id).state == State.pending)
     return request_id
@@ -102,7 +104,11 @@ async def test_a_grant_shows_what_it_used(console):
         await two_grants(pilot, app)
         await open_grants(pilot, 2)
         # A call like the approved one, let through by the grant: the screen counts it.
-        async with AsyncAgent("research-bot", app.runtime.paths.socket) as client:
+        async with AsyncAgent(
+            "research-bot",
+            app.runtime.paths.socket,
+            token=agent_token(app.runtime.paths, "research-bot"),
+        ) as client:
             ticket = await client.submit(**SEARCH, inputs={"query": "tides"})
             await client.wait_for_outcome(ticket["request_id"], timeout_s=15)
         await until(pilot, lambda: "0.01 / 0.05" in screen_text(app))

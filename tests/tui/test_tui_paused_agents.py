@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FakeClock
+from helpers import FakeClock, agent_token
 from operator_support import PASSPHRASE, operator_knowing
 from textual.pilot import Pilot
 from tui_support import (
@@ -48,7 +48,8 @@ circuit_breaker:
 ```
 """
 SEARCH = {"endpoint_id": "ep_websearch_basic", "purpose": "research"}
-HOSTILE = "\x1b[31mRED\x07 [@click=app.quit]x[/] \u202eevil"
+# Lower case: names are kept folded (core/names.py), so a paused name is already in that form.
+HOSTILE = "\x1b[31mred\x07 [@click=app.quit]x[/] \u202eevil"
 
 
 @pytest.fixture
@@ -86,7 +87,9 @@ def pause(app: ConsoleApp, agent: str, why: str = WHY) -> None:
 
 async def trip_the_breaker(pilot: Pilot[Any], app: ConsoleApp, agent: str) -> None:
     """Five scrapes the policy denies, in a row: the breaker pauses `agent`."""
-    async with AsyncAgent(agent, app.runtime.paths.socket) as client:
+    async with AsyncAgent(
+        agent, app.runtime.paths.socket, token=agent_token(app.runtime.paths, agent)
+    ) as client:
         for n in range(5):
             ticket = await client.submit(
                 endpoint_id="ep_scrape_page",
@@ -102,7 +105,9 @@ def denied(app: ConsoleApp, request_id: str) -> bool:
 
 
 async def submit_search(pilot: Pilot[Any], app: ConsoleApp, agent: str, query: str) -> str:
-    async with AsyncAgent(agent, app.runtime.paths.socket) as client:
+    async with AsyncAgent(
+        agent, app.runtime.paths.socket, token=agent_token(app.runtime.paths, agent)
+    ) as client:
         ticket = await client.submit(**SEARCH, inputs={"query": query})
     request_id = ticket["request_id"]
     await until(pilot, lambda: app.runtime.broker.get(request_id).state == State.pending)
@@ -262,7 +267,7 @@ async def test_a_hostile_agent_name_is_shown_inert(console: Callable[..., Consol
         pause(app, HOSTILE)
         await until(pilot, lambda: shown_paused(app) == [HOSTILE])
         # The strip's state is set before the screen is drawn again: wait for the drawing.
-        line = "⏸ paused: <ESC>[31mRED<BEL> [@click=app.quit]x[/] … ["
+        line = "⏸ paused: <ESC>[31mred<BEL> [@click=app.quit]x[/] … ["
         await until(pilot, lambda: line in screen_text(app))
         text = screen_text(app)
         assert "\x1b" not in text and "\u202e" not in text

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FakeClock
+from helpers import FakeClock, agent_token
 from textual.pilot import Pilot
 from textual.widgets import Button, Input, RadioSet
 from tui_support import (
@@ -68,7 +68,11 @@ def policy(paths: Paths) -> Path:
 
 
 async def one_request(pilot: Pilot[Any], app: ConsoleApp) -> str:
-    async with AsyncAgent("research-bot", app.runtime.paths.socket) as agent:
+    async with AsyncAgent(
+        "research-bot",
+        app.runtime.paths.socket,
+        token=agent_token(app.runtime.paths, "research-bot"),
+    ) as agent:
         request_id = (await agent.submit(**SEARCH))["request_id"]
     await rows(pilot, 1)
     await until(pilot, lambda: "New request from research-bot" in notices(app))
@@ -175,7 +179,11 @@ async def test_deny_for_a_while_makes_a_denying_grant(console, clock: FakeClock)
         (grant,) = broker.grants.in_force()
         assert grant.effect == "deny" and grant.expires_at == clock() + 900
         # The next call like it is denied by the grant, without the operator.
-        async with AsyncAgent("research-bot", app.runtime.paths.socket) as agent:
+        async with AsyncAgent(
+            "research-bot",
+            app.runtime.paths.socket,
+            token=agent_token(app.runtime.paths, "research-bot"),
+        ) as agent:
             ticket = await agent.submit(**SEARCH)
             done = await agent.wait_for_outcome(ticket["request_id"], timeout_s=10)
         assert done["state"] == "denied"
@@ -335,11 +343,15 @@ async def three_alike(pilot: Pilot[Any], app: ConsoleApp) -> list[str]:
     """Three searches of research-bot's and one of another agent's, all waiting."""
     ids = []
     for agent, query in (("research-bot", "a"), ("research-bot", "b"), ("research-bot", "c")):
-        async with AsyncAgent(agent, app.runtime.paths.socket) as client:
+        async with AsyncAgent(
+            agent, app.runtime.paths.socket, token=agent_token(app.runtime.paths, agent)
+        ) as client:
             ids.append(
                 (await client.submit(**{**SEARCH, "inputs": {"query": query}}))["request_id"]
             )
-    async with AsyncAgent("other-bot", app.runtime.paths.socket) as client:
+    async with AsyncAgent(
+        "other-bot", app.runtime.paths.socket, token=agent_token(app.runtime.paths, "other-bot")
+    ) as client:
         await client.submit(**SEARCH)
     await rows(pilot, 4)
     await clear_notices(pilot)

@@ -358,6 +358,12 @@ async def three_alike(pilot: Pilot[Any], app: ConsoleApp) -> list[str]:
     return ids
 
 
+async def select(pilot: Pilot[Any], app: ConsoleApp, request_id: str) -> None:
+    """Put the cursor on `request_id` and wait for its detail."""
+    app.screen.queue.move_cursor(row=list(app.screen.queue.requests).index(request_id))
+    await until(pilot, lambda: app.screen.query_one("#detail").request.id == request_id)
+
+
 async def test_after_a_grant_the_waiting_requests_it_matches_are_offered(console):
     """`A` on one of three alike: the two others waiting are offered, with their total, and
     approved through the dialog of marked requests (each its own decision, as shown); the
@@ -367,8 +373,7 @@ async def test_after_a_grant_the_waiting_requests_it_matches_are_offered(console
         await started(pilot)
         first, *others = await three_alike(pilot, app)
         broker = app.runtime.broker
-        app.screen.queue.move_cursor(row=list(app.screen.queue.requests).index(first))
-        await until(pilot, lambda: app.screen.query_one("#detail").request.id == first)
+        await select(pilot, app, first)
         await pilot.press("A")
         await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
         await type_into(pilot, "#total", "0.05")
@@ -394,8 +399,7 @@ async def test_declining_the_offer_decides_nothing_more(console):
         await started(pilot)
         first, *others = await three_alike(pilot, app)
         broker = app.runtime.broker
-        app.screen.queue.move_cursor(row=list(app.screen.queue.requests).index(first))
-        await until(pilot, lambda: app.screen.query_one("#detail").request.id == first)
+        await select(pilot, app, first)
         await pilot.press("D")
         await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
         await type_into(pilot, "#reason", "not this week")
@@ -415,8 +419,7 @@ async def test_after_a_rule_the_waiting_requests_it_matches_are_offered(console,
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await started(pilot)
         first, *_others = await three_alike(pilot, app)
-        app.screen.queue.move_cursor(row=list(app.screen.queue.requests).index(first))
-        await until(pilot, lambda: app.screen.query_one("#detail").request.id == first)
+        await select(pilot, app, first)
         await pilot.press("w")
         await until(pilot, lambda: isinstance(app.screen, AlwaysModal))
         app.screen.query_one("#confirm", Button).press()

@@ -85,6 +85,9 @@ async def until(pilot: Pilot[Any], predicate: Callable[[], Any], timeout: float 
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
         await pilot.pause(0.05)
+    # What the predicate saw (a row, a dialog) may not be on the terminal yet: one refresh puts
+    # it there, so that a screenshot taken next shows it.
+    await pilot.pause()
 
 
 def announcements_made(app: ConsoleApp) -> bool:

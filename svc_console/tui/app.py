@@ -73,6 +73,11 @@ def _accounts_exist(path: Path) -> bool:
         return True  # a file that cannot be read: nothing shown until the start says why
 
 
+def _resolve(waiting: asyncio.Future[None]) -> None:
+    if not waiting.done():
+        waiting.set_result(None)
+
+
 class ConsoleApp(App[None]):
     """svc-console's TUI over one `Runtime` (ledger, marketplace, broker and socket)."""
 
@@ -103,6 +108,8 @@ class ConsoleApp(App[None]):
         self._started = False
         self._starting: asyncio.Task[None] | None = None
         self._preview: Widget | None = None  # the first frame, until the screens take over
+        # Resolved once the first frame is on the terminal, or when the app ends before it is.
+        self._preview_painted: asyncio.Future[None] | None = None
         # Notifications asked for while a dialog was open, shown once it closes.
         self._held: list[tuple[str, str, SeverityLevel, float | None, bool]] = []
         home = runtime.paths.home
@@ -232,6 +239,8 @@ class ConsoleApp(App[None]):
             await self._show_queue_preview()
         except Exception:  # a preview is never worth a console that does not start
             log.exception("the first frame could not be drawn")
+        if self._exit:  # quit while the first frame was drawn: nothing is started to be stopped
+            return
         self._screen_problems = navigation.discover([navigation.HOME])
         self._bind_screen_keys()
         self.refresh_bindings()
@@ -298,8 +307,8 @@ class ConsoleApp(App[None]):
         self._preview = QueuePreview(self.runtime)
         await self.query_one("#starting").remove()
         await self.screen.mount(self._preview)
-        painted = asyncio.get_running_loop().create_future()
-        self.call_after_refresh(painted.set_result, None)
+        self._preview_painted = painted = asyncio.get_running_loop().create_future()
+        self.call_after_refresh(_resolve, painted)
         await painted
 
     def _broker_lost(self) -> None:
@@ -442,6 +451,10 @@ class ConsoleApp(App[None]):
         )
 
     async def on_unmount(self) -> None:
+        if self._preview_painted is not None:
+            # An app ending before its next refresh drops the callbacks waiting for it: the
+            # start would wait for that paint, and the quit for the start, for ever.
+            _resolve(self._preview_painted)
         if self._starting is not None and not self._starting.done():
             # Quit while starting: let the start finish (or undo itself), then stop.
             with contextlib.suppress(Exception):

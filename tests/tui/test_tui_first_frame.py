@@ -7,10 +7,11 @@ The runtime's start is held on an event, so the frame is seen for certain, not c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from tui_support import (
 from svc_console.config.operator_passphrase import OperatorPassphrase
 from svc_console.config.paths import Paths
 from svc_console.runtime import Runtime
+from svc_console.tui import app as console_app
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.approvals import first_frame
 from svc_console.tui.approvals.first_frame import STARTING, QueuePreview
@@ -57,6 +59,16 @@ class Held:
         app.runtime.start = start_when_released  # type: ignore[method-assign]
         app.exit = exit_releasing  # type: ignore[method-assign]
 
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Pilot[Any]]:
+        """The app under a pilot; a test that fails while the start is held releases it, so the
+        app's end (which waits for the start) comes and the failure is reported."""
+        async with self.app.run_test(size=(120, 40)) as pilot:
+            try:
+                yield pilot
+            finally:
+                self.release.set()
+
 
 @pytest.fixture
 def held(make_runtime: Callable[..., Runtime], clock: FakeClock, paths: Paths) -> Held:
@@ -71,12 +83,14 @@ def preview(app: ConsoleApp) -> QueuePreview | None:
 
 async def test_the_queue_is_drawn_from_the_ledger_before_the_runtime_runs(held: Held):
     app = held.app
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with held.running() as pilot:
         await until(pilot, lambda: preview(app) is not None)
         frame = preview(app)
         assert frame is not None
         rows = frame.query_one(RequestQueue)
         await until(pilot, lambda: rows.row_count == SEEDED)
+        # The rows are in the widget before they are on the terminal: wait for the paint.
+        await until(pilot, lambda: "kilo-bot" in screen_text(app))
         assert app.runtime.broker is None  # drawn before the broker exists
         text = screen_text(app)
         assert STARTING in text and "SANDBOX" in text and "kilo-bot" in text
@@ -101,11 +115,13 @@ async def test_a_team_ledger_on_postgresql_is_drawn_before_the_runtime_runs_too(
     held = Held(build_console(make_runtime, clock))
     held.app.runtime.ledger_url = url
     app = held.app
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with held.running() as pilot:
         await until(pilot, lambda: preview(app) is not None)
         rows = preview(app).query_one(RequestQueue)  # type: ignore[union-attr]
         await until(pilot, lambda: rows.row_count == SEEDED)
-        assert app.runtime.broker is None and "kilo-bot" in screen_text(app)
+        # The rows are in the widget before they are on the terminal: wait for the paint.
+        await until(pilot, lambda: "kilo-bot" in screen_text(app))
+        assert app.runtime.broker is None
         held.release.set()
         await until(pilot, lambda: showing_queue(app))
         assert app.runtime.ledger.url == url
@@ -116,12 +132,11 @@ async def test_a_locked_console_shows_none_of_its_queue_before_it_is_unlocked(
 ):
     app = held.app
     OperatorPassphrase(paths.operator_passphrase).set("correct horse battery")
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with held.running() as pilot:
         # The start reached the runtime's: whether to draw the frame was decided before.
         await until(pilot, held.reached.is_set)
         assert preview(app) is None
         assert "kilo-bot" not in screen_text(app)
-        held.release.set()
 
 
 async def test_quitting_while_it_starts_opens_no_screen_and_stops_what_started(held: Held):
@@ -132,6 +147,30 @@ async def test_quitting_while_it_starts_opens_no_screen_and_stops_what_started(h
     assert app.return_code == 0
     assert app.runtime.broker is None and app.runtime.ledger is None
     assert "approvals" not in app._modes
+
+
+async def test_quitting_before_the_first_frame_is_painted_ends_and_starts_nothing(
+    held: Held, monkeypatch: pytest.MonkeyPatch
+):
+    """An app that ends before its next refresh drops the callbacks waiting for it, the one
+    saying the first frame is painted among them: its end must not wait for that paint."""
+    app = held.app
+    dropped: list[object] = []
+    after_refresh = app.call_after_refresh
+
+    def dropping_the_paint(callback: Callable[..., Any], *args: Any, **options: Any) -> bool:
+        if callback is console_app._resolve:
+            dropped.append(args)
+            return True
+        return after_refresh(callback, *args, **options)
+
+    monkeypatch.setattr(app, "call_after_refresh", dropping_the_paint)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: dropped)
+        app.exit()
+    assert app.return_code == 0
+    assert not held.reached.is_set()  # the runtime's start was never begun
+    assert app.runtime.broker is None and app.runtime.ledger is None
 
 
 def test_snapshot_the_first_frame(snap_compare: Any, held: Held, monkeypatch: pytest.MonkeyPatch):

@@ -145,3 +145,37 @@ def test_every_row_carries_its_run_and_a_table_refuses_rows_of_two_runs() -> Non
     unstamped = BenchResult("c", "ms", Figures(1.0, None, 1.0, 1.0, 3), Target({"median": 2.0}))
     with pytest.raises(ValueError, match="runs"):
         harness.one_run([rows[0], unstamped])
+
+
+def test_a_scraped_latency_histogram_gives_its_median_within_the_bucket_and_between_scrapes() -> (
+    None
+):
+    """The decision benchmark sets /metrics' median beside its own (tests/bench/scrapes.py): read
+    from a real registry served over HTTP, as Prometheus's histogram_quantile reads it."""
+    import time
+
+    import scrapes
+    from prometheus_client import start_http_server
+
+    from svc_console.services.metrics import ConsoleMetrics
+
+    metrics = ConsoleMetrics(clock=time.time)
+    console = metrics.latency.labels("console")
+    for seconds in [0.0012] * 10 + [0.0035] * 20 + [0.02] * 10:
+        console.observe(seconds)
+    metrics.latency.labels("operator").observe(30)  # another series: never mixed in
+    address = ("127.0.0.1", scrapes.free_loopback_port())
+    server, thread = start_http_server(address[1], address[0], registry=metrics.registry)
+    try:
+        first = scrapes.decision_latency(address)
+        # The 20th of 40 lies halfway through the (3 ms, 4 ms] bucket's 20 observations.
+        assert first.total == 40 and first.median_ms() == pytest.approx(3.5)
+        for _ in range(10):
+            console.observe(0.0012)
+        later = scrapes.decision_latency(address)
+    finally:
+        server.shutdown()
+        thread.join()
+    between = later.since(first)
+    assert between.total == 10 and between.median_ms() == pytest.approx(1.25)
+    assert scrapes.Buckets(()).median_ms() is None

@@ -9,6 +9,11 @@ broker's listeners (what the approvals screen uses) are told the request is pend
 an empty ledger and on ledgers of 10,000, 100,000 and 1,000,000 settled requests: the target is
 flat growth. The broker process's CPU time per request is reported beside the latencies.
 
+On the empty ledger the broker also serves `/metrics` (as `serve --metrics` does), scraped after
+the warm-up and after every round: the decision-latency histogram's count moves with each round,
+and its median (from submission to the verdict, inside the broker: the socket's two crossings are
+not in it) is printed beside the benchmark's own.
+
 Baseline: the same JSON line sent to a bare asyncio echo server on a Unix socket, and read back.
 """
 
@@ -22,11 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import data
 import harness
 import policy_engine
+import scrapes
 from harness import Baseline, BenchResult, Figures, Target
 from hosts import BrokerHost
 
@@ -98,23 +105,47 @@ def measure_echo(rounds: int, count: int) -> list[float]:
     return samples
 
 
+@dataclass
+class Measured:
+    samples: list[float]
+    engine: str  # the policy engine's name
+    cpu_ms: float  # the broker process's CPU milliseconds per request
+    # With /metrics: the console-decided count at each scrape, and the histogram's median
+    # over the rounds (the warm-up left out).
+    scraped_counts: list[int] = field(default_factory=list)
+    scraped_median_ms: float | None = None
+
+
 def measure_ledger(
-    rows: int, rounds: int, profile: str | None = None
-) -> tuple[list[float], str, float]:
-    """Samples on a ledger of `rows` historic requests (0: a fresh one), in `rounds` rounds; the
-    policy engine's name; the broker process's CPU milliseconds per request."""
+    rows: int, rounds: int, profile: str | None = None, metrics: bool = False
+) -> Measured:
+    """Samples on a ledger of `rows` historic requests (0: a fresh one), in `rounds` rounds."""
     home = Path(tempfile.mkdtemp(prefix="svc-bench-"))
+    address = ("127.0.0.1", scrapes.free_loopback_port()) if metrics else None
     try:
         if rows:
             data.copy_ledger(data.ledger(rows), home)
         samples: list[float] = []
-        with BrokerHost(home, policy=policy_engine.policy_file(), profile=profile) as host:
+        scraped: list[scrapes.Buckets] = []
+
+        def scrape() -> None:
+            if address is not None:
+                scraped.append(scrapes.decision_latency(address))
+
+        policy = policy_engine.policy_file()
+        with BrokerHost(home, policy=policy, profile=profile, metrics=address) as host:
             measure_decisions(host, WARMUP, 0)
+            scrape()
             cpu = host.cpu_seconds()
             for r in range(rounds):
                 samples += measure_decisions(host, SAMPLES_PER_ROUND, WARMUP + r * 1000)
+                scrape()
             cpu = host.cpu_seconds() - cpu
-        return samples, host.engine, cpu * 1000 / len(samples)
+        measured = Measured(samples, host.engine, cpu * 1000 / len(samples))
+        if scraped:
+            measured.scraped_counts = [int(b.total) for b in scraped]
+            measured.scraped_median_ms = scraped[-1].since(scraped[0]).median_ms()
+        return measured
     finally:
         shutil.rmtree(home, ignore_errors=True)
         Path(f"{home}-broker.err").unlink(missing_ok=True)
@@ -123,8 +154,8 @@ def measure_ledger(
 def run(runs: int) -> list[BenchResult]:
     profile = harness.profile_prefix("decision")
     if profile:
-        samples, engine, cpu = measure_ledger(0, runs, profile=profile)
-        return [_result("decision path (profiled)", samples, None, engine, cpu, 0, None)]
+        measured = measure_ledger(0, runs, profile=profile)
+        return [_result("decision path (profiled)", measured, None, 0, None)]
     echo = Baseline(
         "bare JSON-line echo over a Unix socket (asyncio server, blocking client)",
         Figures.of(measure_echo(runs, SAMPLES_PER_ROUND)),
@@ -132,9 +163,9 @@ def run(runs: int) -> list[BenchResult]:
     results = []
     reference = None
     for rows in (0, *data.LEDGER_SIZES):
-        samples, engine, cpu = measure_ledger(rows, runs)
+        measured = measure_ledger(rows, runs, metrics=rows == 0)
         name = "decision path" if rows == 0 else f"decision path, {rows:,} ledger rows"
-        result = _result(name, samples, echo, engine, cpu, rows, reference)
+        result = _result(name, measured, echo, rows, reference)
         reference = reference or result.figures
         results.append(result)
     return results
@@ -142,13 +173,12 @@ def run(runs: int) -> list[BenchResult]:
 
 def _result(
     name: str,
-    samples: list[float],
+    measured: Measured,
     baseline: Baseline | None,
-    engine: str,
-    cpu_ms: float,
     rows: int,
     reference: Figures | None,
 ) -> BenchResult:
+    samples, cpu_ms = measured.samples, measured.cpu_ms
     figures = Figures.of(samples)
     per_round = [
         statistics.median(samples[i : i + SAMPLES_PER_ROUND])
@@ -160,6 +190,14 @@ def _result(
             f"; median x{figures.median / reference.median:.2f},"
             f" p99 x{(figures.p99 or 0) / (reference.p99 or 1):.2f} of the empty ledger's"
         )
+    scraped = {}
+    if measured.scraped_counts:
+        median = measured.scraped_median_ms
+        note += f"; /metrics median {'-' if median is None else f'{median:.2f}'} ms"
+        scraped = {
+            "metrics_decided_count_by_scrape": measured.scraped_counts,
+            "metrics_median_ms": None if median is None else round(median, 3),
+        }
     return BenchResult(
         name=name,
         unit="ms",
@@ -168,10 +206,11 @@ def _result(
         baseline=baseline,
         context={
             "ledger_rows": rows,
-            "policy": engine,
+            "policy": measured.engine,
             "broker_cpu_ms_per_request": round(cpu_ms, 3),
             "round_medians_ms": [round(m, 3) for m in per_round],
             "clock": "CLOCK_MONOTONIC, agent send to broker listener",
+            **scraped,
         },
         note=note,
     )

@@ -303,8 +303,10 @@ class BrokerHost:
         profile: str | None = None,
         sandbox_process: bool = False,
         sandbox_farm: int | None = None,
+        metrics: tuple[str, int] | None = None,
     ) -> None:
         self.home = home
+        self.metrics = metrics  # where the host serves /metrics, if anywhere
         argv = [sys.executable, str(Path(__file__)), "broker", "--home", str(home)]
         if policy is not None:
             argv += ["--policy", str(policy)]
@@ -331,7 +333,7 @@ class BrokerHost:
             stdout=subprocess.PIPE,
             stderr=self._stderr,
             text=True,
-            env=harness.bench_env(),
+            env=harness.bench_env(**self._metrics_env()),
         )
         assert self.process.stdout is not None
         ready = self.process.stdout.readline().split(" ", 2)
@@ -342,6 +344,12 @@ class BrokerHost:
         self.engine = json.loads(ready[2])
         threading.Thread(target=self._read, daemon=True, name="broker-host-out").start()
         return self
+
+    def _metrics_env(self) -> dict[str, str]:
+        if self.metrics is None:
+            return {}
+        host, port = self.metrics
+        return {"BENCH_METRICS": f"{host}:{port}"}
 
     def _read(self) -> None:
         assert self.process.stdout is not None

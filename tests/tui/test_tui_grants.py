@@ -114,17 +114,21 @@ async def test_a_grant_shows_what_it_used(console):
         await until(pilot, lambda: "0.01 / 0.05" in screen_text(app))
 
 
+async def grants_shown(pilot: Pilot[Any]) -> None:
+    await started(pilot)
+    await two_grants(pilot, pilot.app)
+    await clear_notices(pilot)
+    await open_grants(pilot, 2)
+
+
 def test_snapshot_grants(snap_compare: Any, console):
     """Two grants, one approving within a total for an hour, one denying until the console stops."""
-    app = console()
+    assert snap_compare(console(), terminal_size=(120, 30), run_before=grants_shown)
 
-    async def run_before(pilot: Pilot[Any]) -> None:
-        await started(pilot)
-        await two_grants(pilot, app)
-        await clear_notices(pilot)
-        await open_grants(pilot, 2)
 
-    assert snap_compare(app, terminal_size=(120, 30), run_before=run_before)
+def test_snapshot_grants_at_80x24(snap_compare: Any, console):
+    """The same two grants on a small terminal: the footer keeps q and F1."""
+    assert snap_compare(console(), terminal_size=(80, 24), run_before=grants_shown)
 
 
 async def test_grants_move_with_j_and_k_and_revoke_with_the_approvals_dialog_keys(console):
@@ -164,17 +168,21 @@ async def test_grants_move_with_j_and_k_and_revoke_with_the_approvals_dialog_key
         assert isinstance(app.screen, GrantsScreen)
 
 
+async def revoke_asked(pilot: Pilot[Any]) -> None:
+    app = pilot.app
+    await started(pilot)
+    await two_grants(pilot, app)
+    await open_grants(pilot, 2)
+    grants_table(app).move_cursor(row=0)
+    await pilot.press("r")
+    await until(pilot, lambda: isinstance(app.screen, ConfirmPolicyChange))
+    await until(pilot, lambda: app.screen.focused is not None)
+
+
 def test_snapshot_revoke_dialog(snap_compare: Any, console):
     """The revoke dialog: the acting button named by its key, the safe one focused."""
-    app = console()
+    assert snap_compare(console(), terminal_size=(120, 30), run_before=revoke_asked)
 
-    async def run_before(pilot: Pilot[Any]) -> None:
-        await started(pilot)
-        await two_grants(pilot, app)
-        await open_grants(pilot, 2)
-        grants_table(app).move_cursor(row=0)
-        await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmPolicyChange))
-        await until(pilot, lambda: app.screen.focused is not None)
 
-    assert snap_compare(app, terminal_size=(120, 30), run_before=run_before)
+def test_snapshot_revoke_dialog_at_80x24(snap_compare: Any, console):
+    assert snap_compare(console(), terminal_size=(80, 24), run_before=revoke_asked)

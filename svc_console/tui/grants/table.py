@@ -13,12 +13,13 @@ import time
 
 from rich.text import Text
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from svc_console.core.money import format_usdc, from_atomic
 from svc_console.core.sanitize import inert_line
 from svc_console.ledger.grants import GrantRow
 from svc_console.tui.colors import Palette
+from svc_console.tui.widgets.giving_way import give_way
 
 COLUMNS = (
     ("id", "grant"),
@@ -29,6 +30,9 @@ COLUMNS = (
     ("used", "used / total"),
     ("until", "until"),
 )
+# On a narrow terminal what the row names gives way (down to these widths) before what it
+# allows and until when; the detail line under the table says it whole.
+GIVE_WAY = {"target": 6, "agent": 6}
 
 
 def usdc(units: int | None) -> str:
@@ -60,8 +64,8 @@ def cells(grant: GrantRow, now: float, colours: Palette) -> list[Text]:
     per_call = usdc(grant.per_call_max_usdc) if grant.effect == "approve" else "-"
     return [
         Text(str(grant.id), style=dim, justify="right"),
-        Text(inert_line(grant.agent, 24), style=dim),
-        Text(inert_line(grant.target, 32), style=dim),
+        Text(inert_line(grant.agent, 24), style=dim, overflow="ellipsis"),
+        Text(inert_line(grant.target, 32), style=dim, overflow="ellipsis"),
         Text(grant.effect, style=dim or effect_tone),
         Text(per_call, style=dim, justify="right"),
         Text(used, style=dim, justify="right"),
@@ -76,10 +80,25 @@ class GrantsTable(DataTable[Text]):
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.grants: dict[int, GrantRow] = {}
         self._drawn: list[tuple[str, ...]] = []
+        self._natural = {key: len(label) for key, label in COLUMNS}
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
             self.add_column(label, key=key)
+
+    def on_resize(self) -> None:
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        padding = 2 * self.cell_padding * len(COLUMNS)
+        room = self.scrollable_content_region.width - padding
+        if room <= 0:
+            return
+        for key, width in give_way(self._natural, room, GIVE_WAY).items():
+            column = self.columns[ColumnKey(key)]
+            column.auto_width, column.width = False, width
+        self._require_update_dimensions = True
+        self.refresh()
 
     @property
     def selected(self) -> GrantRow | None:
@@ -99,10 +118,14 @@ class GrantsTable(DataTable[Text]):
         keep = self.selected.id if self.selected is not None else None
         self._drawn = drawn
         self.grants = {grant.id: grant for grant in grants}
+        self._natural = {key: len(label) for key, label in COLUMNS}
         with self.app.batch_update():
             self.clear()
             for grant, row in zip(grants, rows, strict=True):
+                for (key, _), cell in zip(COLUMNS, row, strict=True):
+                    self._natural[key] = max(self._natural[key], cell.cell_len)
                 self.add_row(*row, key=str(grant.id))
+            self.fit_columns()
             if keep is not None and keep in self.grants:
                 self.move_cursor(row=self.get_row_index(RowKey(str(keep))))
         return True

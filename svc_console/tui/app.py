@@ -108,8 +108,7 @@ class ConsoleApp(App[None]):
         self._started = False
         self._starting: asyncio.Task[None] | None = None
         self._preview: Widget | None = None  # the first frame, until the screens take over
-        # Resolved once the first frame is on the terminal, or when the app ends before it is.
-        self._preview_painted: asyncio.Future[None] | None = None
+        self._preview_painted: asyncio.Future[None] | None = None  # or the app ended first
         # Notifications asked for while a dialog was open, shown once it closes.
         self._held: list[tuple[str, str, SeverityLevel, float | None, bool]] = []
         home = runtime.paths.home
@@ -452,8 +451,7 @@ class ConsoleApp(App[None]):
 
     async def on_unmount(self) -> None:
         if self._preview_painted is not None:
-            # An app ending before its next refresh drops the callbacks waiting for it: the
-            # start would wait for that paint, and the quit for the start, for ever.
+            # The paint's callback dies with the app: the start (and this quit) must not wait.
             _resolve(self._preview_painted)
         if self._starting is not None and not self._starting.done():
             # Quit while starting: let the start finish (or undo itself), then stop.

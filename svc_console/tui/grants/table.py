@@ -13,13 +13,13 @@ import time
 
 from rich.text import Text
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey, RowKey
+from textual.widgets.data_table import RowKey
 
 from svc_console.core.money import format_usdc, from_atomic
 from svc_console.core.sanitize import inert_line
 from svc_console.ledger.grants import GrantRow
 from svc_console.tui.colors import Palette
-from svc_console.tui.widgets.giving_way import give_way
+from svc_console.tui.widgets.giving_way import fit_table
 
 COLUMNS = (
     ("id", "grant"),
@@ -90,15 +90,7 @@ class GrantsTable(DataTable[Text]):
         self.fit_columns()
 
     def fit_columns(self) -> None:
-        padding = 2 * self.cell_padding * len(COLUMNS)
-        room = self.scrollable_content_region.width - padding
-        if room <= 0:
-            return
-        for key, width in give_way(self._natural, room, GIVE_WAY).items():
-            column = self.columns[ColumnKey(key)]
-            column.auto_width, column.width = False, width
-        self._require_update_dimensions = True
-        self.refresh()
+        fit_table(self, self._natural, GIVE_WAY)
 
     @property
     def selected(self) -> GrantRow | None:

@@ -1,11 +1,16 @@
 """How a table's columns share a width too narrow for all of them: the columns that may give way
 shrink, in their order, each down to its floor, before any other column loses a cell. The
 columns that carry the decision (amount, time left, verdict, risk) never give way.
+`fit_table` sets a table's widths so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
+
+from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 
 def give_way(natural: Mapping[str, int], room: int, yielding: Mapping[str, int]) -> dict[str, int]:
@@ -23,3 +28,18 @@ def give_way(natural: Mapping[str, int], room: int, yielding: Mapping[str, int])
         widths[key] -= cut
         excess -= cut
     return widths
+
+
+def fit_table(
+    table: DataTable[Any], natural: Mapping[str, int], yielding: Mapping[str, int]
+) -> None:
+    """Set `table`'s column widths (keyed as `natural`) to share its width as `give_way` says;
+    the cells of the columns that gave way end in an ellipsis."""
+    room = table.scrollable_content_region.width - 2 * table.cell_padding * len(table.columns)
+    if room <= 0:
+        return
+    for key, width in give_way(natural, room, yielding).items():
+        column = table.columns[ColumnKey(key)]
+        column.auto_width, column.width = False, width
+    table._require_update_dimensions = True
+    table.refresh()

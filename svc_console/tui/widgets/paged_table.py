@@ -20,11 +20,11 @@ from rich.text import Text
 from textual import events
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey, RowKey
+from textual.widgets.data_table import RowKey
 
 from svc_console.core.models import SpendRequest
 from svc_console.tui.colors import Palette
-from svc_console.tui.widgets.giving_way import give_way
+from svc_console.tui.widgets.giving_way import fit_table
 
 
 class PagedTable(DataTable[Text]):
@@ -67,16 +67,7 @@ class PagedTable(DataTable[Text]):
     def fit_columns(self) -> None:
         """Share the table's width: the natural widths when they fit, else the columns of
         `GIVE_WAY` shrink in their order (their cells end in an ellipsis)."""
-        padding = 2 * self.cell_padding * len(self.COLUMNS)
-        room = self.scrollable_content_region.width - padding
-        if room <= 0:
-            return
-        widths = give_way(self._natural, room, self.GIVE_WAY)
-        for key, width in widths.items():
-            column = self.columns[ColumnKey(key)]
-            column.auto_width, column.width = False, width
-        self._require_update_dimensions = True
-        self.refresh()
+        fit_table(self, self._natural, self.GIVE_WAY)
 
     def _measure(self, cells: Iterable[Text]) -> None:
         for (key, _), cell in zip(self.COLUMNS, cells, strict=True):

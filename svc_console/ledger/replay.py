@@ -37,15 +37,19 @@ class PastRequest:
     approved: bool | None  # the latest decision, None when there is none
     decided_by: str | None
     ceiling: int | None  # atomic USDC approved
-    charged: int | None  # atomic USDC actually charged
+    # Atomic USDC actually charged: its usage rows' sum, as the usage screen counts it (a repeated
+    # charge kept beside the first included); the execution's own figure until they are synced.
+    charged: int | None
 
 
 _QUERY = """
 SELECT r.id, r.agent, r.agent_verified, r.kind, r.endpoint_id, r.dataset_id, r.inputs,
        r.max_usdc, r.state, r.created_at, r.endpoint, r.estimate, r.verdict, d.approved, d.by,
        d.ceiling_usdc,
-       (SELECT e.charged_usdc FROM executions e
-         WHERE e.request_id = r.id AND e.charged_usdc IS NOT NULL ORDER BY e.id DESC LIMIT 1)
+       coalesce(
+         (SELECT sum(u.amount) FROM usage u WHERE u.request_id = r.id),
+         (SELECT e.charged_usdc FROM executions e
+           WHERE e.request_id = r.id AND e.charged_usdc IS NOT NULL ORDER BY e.id DESC LIMIT 1))
 FROM requests r
 LEFT JOIN decisions d ON d.id = (SELECT max(id) FROM decisions WHERE request_id = r.id)
 WHERE r.created_at >= ? AND r.created_at < ?

@@ -374,6 +374,12 @@ def _decision_mandates(db: Database) -> None:
         db.execute("ALTER TABLE decisions ADD COLUMN mandate TEXT")
 
 
+def _usage_by_request(db: Database) -> None:
+    """Usage rows by the request they paid for, with their amounts: a policy simulation counts
+    what each replayed request moved from them (ledger/replay.py), as the usage screen does."""
+    db.execute("CREATE INDEX IF NOT EXISTS usage_request ON usage(request_id, amount)")
+
+
 def _step(step: Callable[[Database], None]) -> Callable[[Any], None]:
     """A step that takes any SQLite database as well as an engine's (`engine.of`)."""
 
@@ -390,6 +396,7 @@ MIGRATIONS = [
         *(_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10),
         _charges_by_service,
         _decision_mandates,
+        _usage_by_request,
     )
 ]
 

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from decimal import Decimal
 from pathlib import Path
 
 import jsonschema
@@ -24,8 +25,12 @@ from svc_console.core.models import (
     SpendRequest,
     Verdict,
 )
+from svc_console.core.money import to_atomic
 from svc_console.core.states import State
+from svc_console.core.usage import UsageCharge, UsageFilter
 from svc_console.ledger import Ledger, catalogue_store
+from svc_console.ledger.usage_query import totals as usage_totals
+from svc_console.ledger.usage_write import sync_usage
 from svc_console.sandbox.catalog import catalog
 
 CLI = [sys.executable, "-m", "svc_console"]
@@ -329,6 +334,8 @@ def _seed(ledger: Ledger, now: float) -> None:
     ledger.transition("r6", State.denied, at=at, reason="denied by old", **learned)
 
 
+SERVICE = "sandbox-0000000000000001"  # the identity the charges were listed under
+
 DRAFT = """# Draft
 
 ```policy
@@ -383,6 +390,45 @@ def test_simulate_replays_the_ledger_and_says_what_would_change(seeded, capsys):
     assert text.startswith("replayed 5 requests of the last 30d against the draft")
     assert "would now be denied:" in text and "r2 research-bot ep_scrape_page" in text
     assert "USDC moved: 0.07 actually, 0.06 under the draft (difference -0.01)" in text
+
+
+def test_the_simulation_counts_what_the_usage_history_counts(seeded, capsys):
+    """USDC moved is read from the usage rows of the replayed requests, as the usage screen sums
+    them, a second version of a charge kept beside the first included; a request whose charge is
+    not synced yet counts its execution's own figure until it is."""
+    paths = resolve_paths()
+    ledger = Ledger(paths.ledger(sandbox=True))
+    try:
+
+        def charged(charge_id: str, rid: str, amount: str) -> UsageCharge:
+            return UsageCharge.model_validate(
+                {
+                    "id": charge_id,
+                    "createdAt": time.time(),
+                    "resourceId": "ep_websearch_basic",
+                    "chain": "base",
+                    "protocol": "x402",
+                    "amountUsdc": amount,
+                    "idempotencyKey": f"{rid}-1",
+                }
+            )
+
+        sync_usage(ledger, [charged("ch_1", "r1", "0.01")], service=SERVICE)
+        draft = write(seeded, DRAFT)
+        assert main(["policy", "simulate", draft, "--since", "30d", "--json"]) == 0
+        # r1 from its usage row, r2 and r5 from their executions until they are synced.
+        assert json.loads(capsys.readouterr().out)["usdc_moved_actual"] == "0.07"
+
+        synced = [charged("ch_2", "r2", "0.05"), charged("ch_5", "r5", "0.01")]
+        sync_usage(ledger, synced, service=SERVICE)
+        kept = sync_usage(ledger, [charged("ch_2", "r2", "0.06")], service=SERVICE)
+        assert kept.conflicts == 1  # the same charge id with another amount, kept beside
+        usage = usage_totals(ledger.db.conn, UsageFilter())
+    finally:
+        ledger.close()
+    assert main(["policy", "simulate", draft, "--since", "30d", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert usage.amount == to_atomic(Decimal(report["usdc_moved_actual"])) == 130_000  # 0.13
 
 
 def test_simulate_refuses_a_bad_period_and_a_missing_ledger(home, capsys):

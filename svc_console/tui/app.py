@@ -21,14 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.content import Content
-from textual.notifications import Notifications, SeverityLevel
+from textual.css.query import NoMatches
+from textual.notifications import Notification, Notifications, SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Static
-from textual.widgets._toast import ToastRack
+from textual.widgets._toast import ToastHolder, ToastRack
 from textual.worker import Worker, WorkerState
 
 from svc_console.core.sanitize import inert, inert_line
@@ -39,6 +40,7 @@ from svc_console.tui import (
 )
 from svc_console.tui.commands import ConsoleCommands
 from svc_console.tui.help import HelpScreen
+from svc_console.tui.notices import NoticesScreen, newest_drawn, original_of
 from svc_console.tui.preferences import load_preferences, settings_path
 from svc_console.tui.saved_theme import save_theme
 from svc_console.tui.themes import BUNDLED_THEMES, load_themes, pick_theme
@@ -210,12 +212,42 @@ class ConsoleApp(App[None]):
                 super().notify(
                     message, title=title, severity=severity, timeout=timeout, markup=markup
                 )
-            super()._refresh_notifications()
+            self._draw_newest_notice()
             return
         for screen in self.screen_stack:
             # The toasts already up on the screens below would show through the dialog's veil.
             for rack in screen.query_children(ToastRack):
                 self.call_later(rack.show, Notifications())
+
+    def _draw_newest_notice(self) -> None:
+        """The newest notice alone, counting the rest (`tui/notices.py`)."""
+        try:
+            rack = self.screen.get_child_by_type(ToastRack)
+        except (ScreenStackError, NoMatches):
+            return  # none yet: the screen's own rack asks again when it mounts
+        self.call_later(self._draw_notice_on, rack)
+
+    def _draw_notice_on(self, rack: ToastRack) -> None:
+        drawn = newest_drawn(self._notifications)  # as it stands now, not when asked for
+        # A toast asked for a moment ago may not be mounted yet, so the rack's own sweep (of
+        # mounted toasts) would miss it: what no longer stands is removed here by its holder.
+        keep = {rack._toast_id(notification) for notification in drawn}
+        for holder in rack.query_children(ToastHolder):
+            if holder.id not in keep:
+                holder.remove()
+        rack.show(drawn)
+
+    def _unnotify(self, notification: Notification, refresh: bool = True) -> None:
+        # A drawn toast stands for its original; once it goes, the next newest is drawn.
+        identity = original_of(notification)
+        for current in list(self._notifications):
+            if current.identity == identity:
+                del self._notifications[current]
+        self._refresh_notifications()
+
+    def action_notices(self) -> None:
+        if not isinstance(self.screen, NoticesScreen):
+            self.push_screen(NoticesScreen(list(self._notifications)))
 
     # -- lifecycle ------------------------------------------------------------------------------
 

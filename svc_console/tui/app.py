@@ -21,15 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual.app import App, ComposeResult, ScreenStackError
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
-from textual.css.query import NoMatches
-from textual.notifications import Notification, Notifications, SeverityLevel
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Static
-from textual.widgets._toast import ToastHolder, ToastRack
 from textual.worker import Worker, WorkerState
 
 from svc_console.core.sanitize import inert, inert_line
@@ -40,7 +37,7 @@ from svc_console.tui import (
 )
 from svc_console.tui.commands import ConsoleCommands
 from svc_console.tui.help import HelpScreen
-from svc_console.tui.notices import NoticesScreen, newest_drawn, original_of
+from svc_console.tui.notices import NoticeLine
 from svc_console.tui.preferences import load_preferences, settings_path
 from svc_console.tui.saved_theme import save_theme
 from svc_console.tui.themes import BUNDLED_THEMES, load_themes, pick_theme
@@ -80,7 +77,7 @@ def _resolve(waiting: asyncio.Future[None]) -> None:
         waiting.set_result(None)
 
 
-class ConsoleApp(App[None]):
+class ConsoleApp(NoticeLine):
     """svc-console's TUI over one `Runtime` (ledger, marketplace, broker and socket)."""
 
     TITLE = "svc-console"
@@ -111,8 +108,6 @@ class ConsoleApp(App[None]):
         self._starting: asyncio.Task[None] | None = None
         self._preview: Widget | None = None  # the first frame, until the screens take over
         self._preview_painted: asyncio.Future[None] | None = None  # or the app ended first
-        # Notifications asked for while a dialog was open, shown once it closes.
-        self._held: list[tuple[str, str, SeverityLevel, float | None, bool]] = []
         home = runtime.paths.home
         # The screens are imported after the first frame: the home screen while the runtime
         # starts (`_start`), the others once it is drawn (`_open_other_screens`).
@@ -181,73 +176,6 @@ class ConsoleApp(App[None]):
         if not status or status == sub_title:  # a screen without a name of its own
             return content
         return Content.assemble(content, (" · ", "dim"), (status, "bold"))
-
-    def _dialog_open(self) -> bool:
-        return bool(self.screen_stack) and isinstance(self.screen, ModalScreen)
-
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: SeverityLevel = "information",
-        timeout: float | None = None,
-        markup: bool = True,
-    ) -> None:
-        """As Textual's, but held while a dialog is open: a toast drawn over a dialog hides its
-        buttons (at 80x24 one covered the quit dialog's), and the operator is busy there."""
-        if self._dialog_open():
-            held = (message, title, severity, timeout, markup)
-            if held not in self._held:  # the same notice twice is said once
-                self._held.append(held)
-            return
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
-
-    def _refresh_notifications(self) -> None:
-        # Textual draws the toasts on whichever screen is on top, a dialog included, and redraws
-        # them whenever a screen is pushed or popped: this is the one place to keep them off.
-        if not self._dialog_open():
-            held, self._held = self._held, []
-            for message, title, severity, timeout, markup in held:
-                super().notify(
-                    message, title=title, severity=severity, timeout=timeout, markup=markup
-                )
-            self._draw_newest_notice()
-            return
-        for screen in self.screen_stack:
-            # The toasts already up on the screens below would show through the dialog's veil.
-            for rack in screen.query_children(ToastRack):
-                self.call_later(rack.show, Notifications())
-
-    def _draw_newest_notice(self) -> None:
-        """The newest notice alone, counting the rest (`tui/notices.py`)."""
-        try:
-            rack = self.screen.get_child_by_type(ToastRack)
-        except (ScreenStackError, NoMatches):
-            return  # none yet: the screen's own rack asks again when it mounts
-        self.call_later(self._draw_notice_on, rack)
-
-    def _draw_notice_on(self, rack: ToastRack) -> None:
-        drawn = newest_drawn(self._notifications)  # as it stands now, not when asked for
-        # A toast asked for a moment ago may not be mounted yet, so the rack's own sweep (of
-        # mounted toasts) would miss it: what no longer stands is removed here by its holder.
-        keep = {rack._toast_id(notification) for notification in drawn}
-        for holder in rack.query_children(ToastHolder):
-            if holder.id not in keep:
-                holder.remove()
-        rack.show(drawn)
-
-    def _unnotify(self, notification: Notification, refresh: bool = True) -> None:
-        # A drawn toast stands for its original; once it goes, the next newest is drawn.
-        identity = original_of(notification)
-        for current in list(self._notifications):
-            if current.identity == identity:
-                del self._notifications[current]
-        self._refresh_notifications()
-
-    def action_notices(self) -> None:
-        if not isinstance(self.screen, NoticesScreen):
-            self.push_screen(NoticesScreen(list(self._notifications)))
 
     # -- lifecycle ------------------------------------------------------------------------------
 

@@ -94,3 +94,8 @@ def test_snapshot_the_notices_list(snap_compare: Any, console):
         await until(pilot, lambda: isinstance(app.screen, NoticesScreen))
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_snapshot_the_notice_line_at_80x24(snap_compare: Any, console):
+    """At 80x24 the one toast still leaves the footer's q and F1 in sight."""
+    assert snap_compare(console(), terminal_size=(80, 24), run_before=three_notices)

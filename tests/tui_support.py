@@ -61,6 +61,14 @@ def notices(app: ConsoleApp) -> str:
     return " ".join(line for line in lines if line)
 
 
+def listed_notices(app: ConsoleApp) -> str:
+    """Every notice still current, as the notices list (`n`) shows them: the toast draws only the
+    newest, and a test that waits for an older one reads it here."""
+    return " ".join(
+        f"{notification.title} {notification.message}" for notification in app._notifications
+    )
+
+
 def record_notifications(app: ConsoleApp) -> list[str]:
     """Every notification's text, in order, as the app is asked to show it."""
     seen: list[str] = []

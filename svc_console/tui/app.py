@@ -21,14 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
-from textual.notifications import Notifications, SeverityLevel
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Static
-from textual.widgets._toast import ToastRack
 from textual.worker import Worker, WorkerState
 
 from svc_console.core.sanitize import inert, inert_line
@@ -39,6 +37,7 @@ from svc_console.tui import (
 )
 from svc_console.tui.commands import ConsoleCommands
 from svc_console.tui.help import HelpScreen
+from svc_console.tui.notices import NoticeLine
 from svc_console.tui.preferences import load_preferences, settings_path
 from svc_console.tui.saved_theme import save_theme
 from svc_console.tui.themes import BUNDLED_THEMES, load_themes, pick_theme
@@ -78,7 +77,7 @@ def _resolve(waiting: asyncio.Future[None]) -> None:
         waiting.set_result(None)
 
 
-class ConsoleApp(App[None]):
+class ConsoleApp(NoticeLine):
     """svc-console's TUI over one `Runtime` (ledger, marketplace, broker and socket)."""
 
     TITLE = "svc-console"
@@ -109,8 +108,6 @@ class ConsoleApp(App[None]):
         self._starting: asyncio.Task[None] | None = None
         self._preview: Widget | None = None  # the first frame, until the screens take over
         self._preview_painted: asyncio.Future[None] | None = None  # or the app ended first
-        # Notifications asked for while a dialog was open, shown once it closes.
-        self._held: list[tuple[str, str, SeverityLevel, float | None, bool]] = []
         home = runtime.paths.home
         # The screens are imported after the first frame: the home screen while the runtime
         # starts (`_start`), the others once it is drawn (`_open_other_screens`).
@@ -179,43 +176,6 @@ class ConsoleApp(App[None]):
         if not status or status == sub_title:  # a screen without a name of its own
             return content
         return Content.assemble(content, (" · ", "dim"), (status, "bold"))
-
-    def _dialog_open(self) -> bool:
-        return bool(self.screen_stack) and isinstance(self.screen, ModalScreen)
-
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: SeverityLevel = "information",
-        timeout: float | None = None,
-        markup: bool = True,
-    ) -> None:
-        """As Textual's, but held while a dialog is open: a toast drawn over a dialog hides its
-        buttons (at 80x24 one covered the quit dialog's), and the operator is busy there."""
-        if self._dialog_open():
-            held = (message, title, severity, timeout, markup)
-            if held not in self._held:  # the same notice twice is said once
-                self._held.append(held)
-            return
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
-
-    def _refresh_notifications(self) -> None:
-        # Textual draws the toasts on whichever screen is on top, a dialog included, and redraws
-        # them whenever a screen is pushed or popped: this is the one place to keep them off.
-        if not self._dialog_open():
-            held, self._held = self._held, []
-            for message, title, severity, timeout, markup in held:
-                super().notify(
-                    message, title=title, severity=severity, timeout=timeout, markup=markup
-                )
-            super()._refresh_notifications()
-            return
-        for screen in self.screen_stack:
-            # The toasts already up on the screens below would show through the dialog's veil.
-            for rack in screen.query_children(ToastRack):
-                self.call_later(rack.show, Notifications())
 
     # -- lifecycle ------------------------------------------------------------------------------
 

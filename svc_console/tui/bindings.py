@@ -100,6 +100,14 @@ REGISTRY: dict[str, tuple[Command, ...]] = {
             "Quit",
             "Stop the broker and leave; pending requests stay pending",
         ),
+        Command(
+            "app.notices",
+            "n",
+            "notices",
+            "Notices",
+            "List every notice still current, newest first (the toast shows the newest only)",
+            show=False,
+        ),
     ),
     "approvals": (
         Command(

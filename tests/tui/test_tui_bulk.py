@@ -15,6 +15,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 from tui_support import (
     build_console,
+    listed_notices,
     notices,
     queue,
     rows,
@@ -83,7 +84,7 @@ async def test_three_marked_requests_approved_with_one_typed_total(
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
 
-        await until(pilot, lambda: "3 approved" in notices(app))
+        await until(pilot, lambda: "3 approved" in listed_notices(app))  # outcomes follow
         for request_id in ids[:3]:
             decision = broker.get(request_id).decision
             assert decision is not None and decision.approved
@@ -114,7 +115,7 @@ async def test_the_bulk_dialog_counts_down_to_the_first_deadline_and_leaves_that
         await until(pilot, lambda: broker.get(soonest).state == State.expired)
         assert isinstance(app.screen, BulkModal)
         await pilot.press("enter")  # the dialog still decides the others
-        await until(pilot, lambda: "2 approved, 1 not" in notices(app))
+        await until(pilot, lambda: "2 approved, 1 not" in listed_notices(app))
         others = [i for i in ids if i != soonest]
         assert all(broker.get(i).decision.approved for i in others)
 
@@ -176,7 +177,7 @@ async def test_mark_all_the_filter_matches_then_deny_them(console, paths: Paths,
         await type_text(pilot, "keys in the inputs")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
-        await until(pilot, lambda: "3 denied" in notices(app))
+        await until(pilot, lambda: "3 denied" in listed_notices(app))
         assert all(broker.get(i).state == State.denied for i in high)
         assert all(broker.get(i).reason == "keys in the inputs" for i in high)
         assert sum(broker.get(i).state == State.pending for i in ids) == 9

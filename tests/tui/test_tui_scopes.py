@@ -17,6 +17,7 @@ from textual.widgets import Button, Input, RadioSet
 from tui_support import (
     build_console,
     clear_notices,
+    listed_notices,
     notices,
     record_notifications,
     rows,
@@ -292,7 +293,7 @@ async def test_always_shows_the_diff_then_approves_and_saves_the_rule(console, p
         assert text.startswith(POLICY) and f"from request {request_id}" in text
         (rule,) = load_paths([policy]).rules.auto_approve
         assert rule.name == "always research-bot ep_websearch_basic"
-        await until(pilot, lambda: "saved to SKILLS.md" in notices(app))
+        await until(pilot, lambda: "saved to SKILLS.md" in listed_notices(app))
 
 
 async def test_always_with_a_rule_that_would_break_the_policy_decides_nothing(

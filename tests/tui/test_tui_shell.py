@@ -38,6 +38,7 @@ from svc_console.tui.approvals.screen import ApprovalsScreen
 from svc_console.tui.commands import ConsoleCommands
 from svc_console.tui.help import HelpScreen
 from svc_console.tui.modals import DenyReasonModal
+from svc_console.tui.notices import NoticesScreen
 from svc_console.tui.preferences import check_keymap, load_preferences
 from svc_console.tui.saved_theme import save_theme
 from svc_console.tui.unsaved import QuitWithUnsavedWork
@@ -327,11 +328,15 @@ async def test_f1_lists_the_keys_of_the_screen_and_closes(console: Callable[...,
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
         text = screen_text(app)
         assert "Keys: Approvals" in text
-        # More keys than a 40-line terminal shows at once: the rest is read by scrolling.
+        # More keys than a 40-line terminal shows at once: the rest is read half a page at a
+        # time (the dialog's frame hides a line or two of what the body counts as its height).
         body = app.screen.query_one("#help-body")
-        body.scroll_end(animate=False)
-        await until(pilot, lambda: "Everywhere" in screen_text(app))
-        text += screen_text(app)
+        step = max(1, body.size.height // 2)
+        for top in range(0, body.max_scroll_y + step, step):
+            body.scroll_to(y=top, animate=False)
+            await until(pilot, lambda top=top: body.scroll_y == min(top, body.max_scroll_y))
+            text += screen_text(app)
+        assert "Everywhere" in text
         for command in bindings.commands("approvals"):
             if command.keys:
                 assert command.id in text
@@ -470,6 +475,7 @@ def test_every_command_names_an_action_that_exists():
         "app": ConsoleApp,
         bindings.SCREENS_SCOPE: ConsoleApp,
         "help": HelpScreen,
+        "notices": NoticesScreen,
         "modal": DenyReasonModal,
         "unsaved": QuitWithUnsavedWork,
     }

@@ -12,6 +12,7 @@ from typing import Any
 
 from svc_console.core.money import format_usdc, from_atomic
 from svc_console.core.sanitize import inert_line
+from svc_console.core.wording import plural
 from svc_console.policy.brakes import unsuccessful
 from svc_console.policy.facts import Facts
 from svc_console.policy.rules import LIST_KEYS
@@ -161,7 +162,7 @@ def simulation_lines(report: Any, since_text: str) -> list[str]:
     data = report.as_json()
     counts = data["counts"]
     lines = [
-        f"replayed {report.replayed} requests of the last {since_text} against the draft",
+        f"replayed {plural(report.replayed, 'request')} of the last {since_text} against the draft",
         f"  newly denied:          {counts['newly_denied']}",
         f"  newly auto-approved:   {counts['newly_auto_approved']}",
         f"  now asking operator:   {counts['now_asks_operator']}",

@@ -62,11 +62,9 @@ def notices(app: ConsoleApp) -> str:
 
 
 def listed_notices(app: ConsoleApp) -> str:
-    """Every notice still current, as the notices list (`n`) shows them: the toast draws only the
-    newest, and a test that waits for an older one reads it here."""
-    return " ".join(
-        f"{notification.title} {notification.message}" for notification in app._notifications
-    )
+    """The notices said, as their list (`n`) shows them: the toast draws only the newest, and a
+    test that waits for an older one reads it here."""
+    return " ".join(f"{notification.title} {notification.message}" for notification in app.told)
 
 
 def record_notifications(app: ConsoleApp) -> list[str]:

@@ -105,7 +105,8 @@ REGISTRY: dict[str, tuple[Command, ...]] = {
             "n",
             "notices",
             "Notices",
-            "List every notice still current, newest first (the toast shows the newest only)",
+            "List the notices said, newest first, their toasts gone or not (a toast shows the"
+            " newest only)",
             show=False,
         ),
     ),

@@ -10,6 +10,7 @@ original it stands for.
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
 
 from rich.text import Text
 from textual.app import App, ComposeResult, ScreenStackError
@@ -25,6 +26,7 @@ from svc_console.core.sanitize import inert
 from svc_console.core.wording import plural
 from svc_console.tui import bindings
 
+TOLD_KEPT = 100  # notices the list keeps, newest
 _SHOWN = "_more_"  # between the original's identity and the count of the rest, in the drawn copy
 
 
@@ -87,6 +89,9 @@ class NoticeLine(App[None]):
         super().__init__()
         # Notifications asked for while a dialog was open, shown once it closes.
         self._held: list[tuple[str, str, SeverityLevel, float | None, bool]] = []
+        # What was said, newest last, toasts gone or not: `n` lists it, and a notice counted
+        # on the toast must still be there when the operator gets to it.
+        self.told: deque[Notification] = deque(maxlen=TOLD_KEPT)
 
     def _dialog_open(self) -> bool:
         return bool(self.screen_stack) and isinstance(self.screen, ModalScreen)
@@ -108,12 +113,23 @@ class NoticeLine(App[None]):
                 self._held.append(held)
             return
         self._release_held()  # they came first: this one is the newest
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        self._say(message, title, severity, timeout, markup)
 
     def _release_held(self) -> None:
         held, self._held = self._held, []
-        for message, title, severity, timeout, markup in held:
-            super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        for said in held:
+            self._say(*said)
+
+    def _say(
+        self, message: str, title: str, severity: SeverityLevel, timeout: float | None, markup: bool
+    ) -> None:
+        self.told.append(Notification(message, title, severity, markup=markup))
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def clear_notices(self) -> None:
+        """Forget every notice: the toast and the list."""
+        self.told.clear()
+        self.clear_notifications()
 
     def _refresh_notifications(self) -> None:
         # Textual draws the toasts on whichever screen is on top, a dialog included, and redraws
@@ -141,7 +157,7 @@ class NoticeLine(App[None]):
 
     def action_notices(self) -> None:
         if not isinstance(self.screen, NoticesScreen):
-            self.push_screen(NoticesScreen(list(self._notifications)))
+            self.push_screen(NoticesScreen(list(self.told)))
 
 
 NOTICES_BINDINGS = bindings.define(
@@ -163,7 +179,7 @@ NOTICES_BINDINGS = bindings.define(
 
 
 class NoticesScreen(ModalScreen[None]):
-    """Every notice still current, newest first, whole (a toast may cut a long one)."""
+    """The notices said, newest first, whole (a toast may cut a long one), its toast gone or not."""
 
     BINDINGS = NOTICES_BINDINGS
     DEFAULT_CSS = """
@@ -217,13 +233,15 @@ class NoticesScreen(ModalScreen[None]):
                     yield Static(
                         _notice(notification), classes=f"notice notice-{notification.severity}"
                     )
-            yield Static("escape closes · c clears them all", id="notices-hint", markup=False)
+            hint = f"the last {TOLD_KEPT} are kept · escape closes · c clears them all"
+            yield Static(hint, id="notices-hint", markup=False)
 
     def action_close(self) -> None:
         self.dismiss(None)
 
     def action_clear(self) -> None:
-        self.app.clear_notifications()
+        if isinstance(self.app, NoticeLine):
+            self.app.clear_notices()
         self.dismiss(None)
 
 

@@ -66,8 +66,25 @@ async def test_n_lists_every_current_notice_newest_first_and_c_clears_them(conso
         await until(pilot, lambda: isinstance(app.screen, NoticesScreen))
         await pilot.press("c")
         await until(pilot, lambda: not isinstance(app.screen, NoticesScreen))
-        assert len(app._notifications) == 0
+        assert len(app._notifications) == 0 and not app.told
         await until(pilot, lambda: not toasts(app))
+        await pilot.press("n")
+        await until(pilot, lambda: "No notices" in screen_text(app))
+
+
+async def test_a_notice_whose_toast_has_gone_is_still_listed(console):
+    """The toast counts the others; by the time the operator presses n, theirs may be over."""
+    app = console()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await three_notices(pilot)
+        for _ in RAISED:
+            toasts(app)[0]._expire()  # as its timer (or a click) does
+            await until(pilot, lambda: len(toasts(app)) <= 1)
+        await until(pilot, lambda: not app._notifications and not toasts(app))
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NoticesScreen))
+        await until(pilot, lambda: all(message in screen_text(app) for message in RAISED))
+        assert "Notices: 3 notices" in screen_text(app)
 
 
 async def test_when_the_drawn_notice_goes_the_next_newest_is_drawn(console):

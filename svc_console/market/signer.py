@@ -9,7 +9,7 @@ asset, network, scheme and EIP-712 domain, amount, validity, and for the proxy t
 and price. Any difference raises `OutsideMandate` with it in words, and nothing is signed.
 
 The wallet key reaches this module alone: read here at start (config/wallet_key.py, which only
-this module may import), it lives in the eth-account object and nowhere else; the broker's secret
+this module may import), it lives in the account object and nowhere else; the broker's secret
 check gets its digest, never the key. The signing libraries (eth_account, x402, pympp) are
 imported here and nowhere else in the console (the import-linter contracts in pyproject.toml).
 """
@@ -36,6 +36,8 @@ from svc_console.core.secrets_scan import SecretForms, own_secret_forms
 from svc_console.market import challenges
 from svc_console.market.errors import OutsideMandate
 
+# secp256k1's group order: a private key is a number above zero and below it.
+SECP256K1_ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 MPP_VALIDITY_S = 300  # pympp's own, for a challenge that sets no expiry
 
 
@@ -73,11 +75,39 @@ class ApprovedBody:
     idempotency_key: str
 
 
+class _Account:
+    """The eth-account object of a key, made when first needed: importing eth-account takes about
+    a second (its keyfile and BLS modules), which the console's start does not wait for. Until
+    then the key is held here alone; after, in the object alone. A malformed key is refused at
+    once, by the rule eth-account applies (32 bytes, above zero and below the curve's order)."""
+
+    def __init__(self, key: str):
+        digits = key.removeprefix("0x").removeprefix("0X")
+        try:
+            value = int(digits, 16) if len(digits) == 64 else 0
+        except ValueError:
+            value = 0
+        if not 0 < value < SECP256K1_ORDER:
+            raise ValueError("the wallet key is not a valid EVM private key")
+        self._key: str | None = key
+        self._made: Any = None
+
+    def made(self) -> Any:
+        if self._made is None:
+            from eth_account import Account
+
+            self._made = Account.from_key(self._key)
+            self._key = None
+        return self._made
+
+
 class Signer:
     """Signs payments with the account wallet's key, within mandates, on the console's clock
     (the one mandates are dated by)."""
 
-    def __init__(self, account: Any, clock: Callable[[], float], key: str | None = None):
+    def __init__(
+        self, account: _Account | None, clock: Callable[[], float], key: str | None = None
+    ):
         self._account = account
         self._clock = clock
         # What the secret refusal searches submissions for: the key in every common spelling,
@@ -89,13 +119,7 @@ class Signer:
 
     @classmethod
     def with_key(cls, key: str, clock: Callable[[], float]) -> Signer:
-        from eth_account import Account
-
-        try:
-            account = Account.from_key(key)
-        except Exception:
-            raise ValueError("the wallet key is not a valid EVM private key") from None
-        return cls(account, clock, key)
+        return cls(_Account(key), clock, key)
 
     @classmethod
     def throwaway(cls, clock: Callable[[], float]) -> Signer:
@@ -113,7 +137,7 @@ class Signer:
 
     @property
     def address(self) -> str | None:
-        return self._account.address if self._account is not None else None
+        return self._account.made().address if self._account is not None else None
 
     @property
     def can_sign(self) -> bool:
@@ -174,7 +198,7 @@ class Signer:
         }
         requirement = PaymentRequirements.model_validate(pinned)
         client = x402ClientSync()
-        client.register(mandate.network, exact_evm_scheme(AccountSigner(self._account)))
+        client.register(mandate.network, exact_evm_scheme(AccountSigner(self._account.made())))
         # The package's own spend control, at the mandate's most: a second lock on the door.
         client.set_spend_controls(
             {
@@ -196,7 +220,7 @@ class Signer:
             amount_usdc=from_atomic(int(requirement.amount)),
             network=mandate.network,
             pay_to=requirement.pay_to,
-            payer=self._account.address,
+            payer=self._account.made().address,
             nonce=payload.payload["authorization"]["nonce"],
         )
 
@@ -224,7 +248,7 @@ class Signer:
         domain = USDC_DOMAINS[mandate.network]
         method = evm_client.charge(
             currency=mandate.asset,
-            account=self._account,
+            account=self._account.made(),
             chain_id=evm_chain_id(mandate.network),
             decimals=6,
             authorization={"name": domain.name, "version": domain.version},
@@ -236,7 +260,7 @@ class Signer:
             amount_usdc=offer.amount_usdc or Decimal(0),
             network=mandate.network,
             pay_to=str(offer.recipient),
-            payer=self._account.address,
+            payer=self._account.made().address,
         )
 
     # -- the wallet proxy ---------------------------------------------------------------------

@@ -69,6 +69,31 @@ def _search_mandate(**changes: Any):
     return mandate(**{"recipient": SEARCHLY, "max_usdc": Decimal("0.02"), **changes})
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "0x" + "00" * 32,  # zero
+        "0x" + "ff" * 32,  # above the curve's order
+        "0x" + "11" * 31,  # 31 bytes
+        "0x" + "zz" * 32,  # not hex
+        "",
+    ],
+)
+def test_a_malformed_key_is_refused_at_once_as_eth_account_would(bad: str):
+    with pytest.raises(ValueError, match="not a valid EVM private key"):
+        Signer.with_key(bad, time.time)
+    if bad:
+        with pytest.raises(Exception):  # noqa: B017  (whichever its own error is)
+            Account.from_key(bad)
+
+
+def test_the_account_is_made_when_first_needed_with_the_address_the_key_gives(key: str):
+    signer = Signer.with_key(key, time.time)
+    assert signer._account is not None and signer._account._made is None  # not yet
+    assert signer.address == Account.from_key(key).address
+    assert signer._account._key is None  # the key is in the account object alone from now on
+
+
 def test_signs_within_the_mandate_and_the_sandbox_pays_it(http, sandbox, signer):
     signed = signer.x402(_search_mandate(), _challenge(http))
     assert (signed.amount_usdc, signed.network, signed.pay_to) == (

@@ -58,7 +58,7 @@ def held(runtime: Runtime) -> dict[str, str]:
         "wallet token": state.api_token,
         "EVM key": EVM_KEY,
         "Solana key": SOLANA_KEY,
-        "payer key": "0x" + bytes(runtime.market.signer._account.key).hex(),
+        "payer key": "0x" + bytes(runtime.market.signer._account.made().key).hex(),
         "web token": web_token,
         "agent token": AgentRegistry(paths.agent_registry).add("someone-else"),
         "operator token": OperatorAccounts(paths.operator_accounts).add("alice"),

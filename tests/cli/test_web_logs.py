@@ -79,7 +79,7 @@ async def test_no_secret_of_the_console_is_in_any_log_after_a_web_login(
         "web token": token,
         "API key": state.api_key,
         "wallet token": state.api_token,
-        "wallet key": bytes(runtime.market.signer._account.key).hex(),
+        "wallet key": bytes(runtime.market.signer._account.made().key).hex(),
         "agent token": agent_token,
         "operator passphrase": PASSPHRASE,
     }

@@ -217,13 +217,14 @@ def draw(name: str) -> str:
 
 
 # A request's age and time left, as the list shows them (`44s`, `14m&#160;16s`, `2h&#160;5m`).
-_DURATION = re.compile(r"(?<![\w.])\d+[hms](?:&#160;\d+[ms])?(?![\w.])")
+_DURATION = re.compile(r"(?:&#160;)*(?<![\w.])\d+[hms](?:&#160;\d+[ms])?(?![\w.])(?:&#160;)*")
 
 
 def structure(svg: str) -> str:
     """What a picture shows, without what differs from one drawing to the next: Textual names
     its CSS classes after a hash of the run (`terminal-1234-r5`), and a request's age and time
-    left depend on the moment the broker took it in, which the script does not fix."""
+    left depend on the moment the broker took it in, which the script does not fix: with the
+    spaces that pad them in their cells, since `8s` is padded more than `32s`."""
     return _DURATION.sub("N", re.sub(r"terminal-\d+", "terminal", svg))
 
 

@@ -42,3 +42,13 @@ def test_every_picture_shown_is_one_the_console_draws():
     assert shown, "no picture found in the pages"
     assert shown <= drawn, f"pictures not drawn by docs/tools/pictures.py: {shown - drawn}"
     assert {p.name for p in pictures.IMAGES.iterdir()} == {p.name for p in drawn}
+
+
+def test_only_ages_and_times_left_are_left_out_of_the_comparison():
+    """An age of `8s` is padded more than one of `32s` in its cell: the same picture. A changed
+    amount or name is not."""
+    drawn = "<t>&#160;32s&#160;</t><t>&#160;14m&#160;28s&#160;</t><t>&#160;0.05&#160;</t>"
+    later = "<t>&#160;8s&#160;&#160;</t><t>&#160;14m&#160;52s&#160;</t><t>&#160;0.05&#160;</t>"
+    dearer = "<t>&#160;32s&#160;</t><t>&#160;14m&#160;28s&#160;</t><t>&#160;0.06&#160;</t>"
+    assert pictures.structure(drawn) == pictures.structure(later)
+    assert pictures.structure(drawn) != pictures.structure(dearer)

@@ -330,6 +330,8 @@ async def test_broker_refusal_is_a_notification(console: Callable[..., ConsoleAp
         async with AsyncAgent("research-bot", runtime.paths.socket) as agent:
             ticket = await agent.submit(**SEARCH)
             await rows(pilot, 1)
+        # Its arrival announced first (gathered for a second), or it would be the newest notice.
+        await clear_notices(pilot)
         # Behind the screen's back (no broker notification), as if it expired a moment ago.
         runtime.ledger.transition(ticket["request_id"], State.expired, at=runtime.broker.clock())
         await pilot.press("a")

@@ -176,7 +176,9 @@ async def test_the_dialog_is_always_about_the_request_the_detail_shows(console, 
         before = shown(app).id
         await you.together("j", "d")
         assert not isinstance(app.screen, DenyReasonModal)
-        await until(pilot, lambda: "was not yet shown when the key was pressed" in notices(app))
+        await until(
+            pilot, lambda: "was not yet shown when the key was pressed" in listed_notices(app)
+        )
         assert shown(app).id == queue(app).selected_id != before
         # Pressed again, now that it is shown: the dialog is about it.
         await you.press("d")
@@ -225,7 +227,7 @@ async def test_the_dialog_is_always_about_the_request_the_detail_shows(console, 
         await you.press("j", "k")
         await you.together("j", "a")
         await you.together("k", "d")
-        await until(pilot, lambda: "was not yet shown" in notices(app))
+        await until(pilot, lambda: "was not yet shown" in listed_notices(app))
         assert len(decided_here(app)) == 2
         await you.press("D")
         await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
@@ -254,7 +256,9 @@ async def test_keys_that_arrive_together_approve_nothing_unseen(console):
         await until(pilot, lambda: shown(app) is not None and shown(app).id == first)
         you = Operator(pilot)
         await you.together("j", "a")
-        await until(pilot, lambda: "was not yet shown when the key was pressed" in notices(app))
+        await until(
+            pilot, lambda: "was not yet shown when the key was pressed" in listed_notices(app)
+        )
         assert decided_here(app) == []
         assert app.runtime.broker.get(second).state == State.pending
         assert shown(app).id == second  # shown now: the next key decides it
@@ -280,9 +284,11 @@ async def test_a_request_repriced_while_its_dialog_is_open_is_refused_and_shown_
         before = await recorded(app)
         await you.type("too dear")
         await you.press("enter")
-        await until(pilot, lambda: f"{request_id} changed since it was shown" in notices(app))
-        assert "up to 0.03 USDC on base (x402)" in notices(app)
-        assert "nothing was decided" in notices(app)
+        await until(
+            pilot, lambda: f"{request_id} changed since it was shown" in listed_notices(app)
+        )
+        assert "up to 0.03 USDC on base (x402)" in listed_notices(app)
+        assert "nothing was decided" in listed_notices(app)
         assert decided_here(app) == [] and await recorded(app) == before
         assert app.runtime.broker.get(request_id).state == State.pending
         # Shown again, as it is now: selected, at its new price; a new dialog binds the new facts.
@@ -309,7 +315,7 @@ async def test_the_typed_amount_and_for_a_while_dialogs_refuse_a_repriced_reques
         await reprice_elsewhere(app, sandbox, first)
         await you.type("0.01")
         await you.press("enter")
-        await until(pilot, lambda: f"{first} changed since it was shown" in notices(app))
+        await until(pilot, lambda: f"{first} changed since it was shown" in listed_notices(app))
         assert decided_here(app) == [] and queue(app).selected_id == first
 
         await you.press("j")
@@ -323,7 +329,7 @@ async def test_the_typed_amount_and_for_a_while_dialogs_refuse_a_repriced_reques
             await you.type(text)
         await you.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
-        await until(pilot, lambda: f"{second} changed since it was shown" in notices(app))
+        await until(pilot, lambda: f"{second} changed since it was shown" in listed_notices(app))
         assert decided_here(app) == [] and app.runtime.broker.grants.in_force() == []
         assert queue(app).selected_id == second
 
@@ -345,7 +351,7 @@ async def test_a_bulk_decision_with_one_request_changed_decides_none(console, sa
         await you.type("duplicates")
         await you.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
-        await until(pilot, lambda: f"{changed} changed since it was shown" in notices(app))
+        await until(pilot, lambda: f"{changed} changed since it was shown" in listed_notices(app))
         assert decided_here(app) == []
         assert all(app.runtime.broker.get(i).state == State.pending for i in ids)
         assert queue(app).selected_id == changed
@@ -376,6 +382,8 @@ async def test_a_key_on_facts_the_detail_no_longer_holds_decides_nothing(console
         request_id = await submit_twin(app)
         await rows(pilot, 1)
         await until(pilot, lambda: shown(app) is not None)
+        # Its arrival announced first (gathered for a second), or it would be the newest notice.
+        await clear_notices(pilot)
         you = Operator(pilot)
         for attempt, (key, amount) in enumerate((("a", "0.05"), ("d", "0.07")), start=1):
             dearer = Decimal(amount)

@@ -1,5 +1,6 @@
 """One notice at a time: the newest is drawn, its title counting the others still current, and `n`
-lists them all. Stacked toasts covered the list and its legend line, and an operator reads one.
+lists the last ones said, their toasts gone or not. Stacked toasts covered the list and its legend
+line, and an operator reads one.
 
 Textual keeps the notifications and expires each by its own time; this decides only which of them
 is drawn. The drawn copy has an identity of its own (the original's, with the count of the rest),

@@ -2,7 +2,8 @@
 served on, and who a caller is.
 
 The agents' socket serves `console.hello` and `spend.*`; the operator socket serves
-`console.hello`, `approvals.*` (`approvals.follow`: the queue's changes pushed, `broker.follow`),
+`console.hello`, `approvals.*` (`approvals.follow`: the queue's changes pushed, `broker.follow`;
+`approvals.read`: its pages, for a console that cannot read the ledger, `queue_pages`),
 `wallet.fund_*` (funding a request that waits for funds, through
 to its single retry: `broker.funding`), `agents.sync` and the paused agents (`agents.paused`,
 `agents.resume`) and grants (`grants.list`, `grants.revoke`). Every method that changes money or
@@ -28,7 +29,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from svc_console import __version__
-from svc_console.broker import errors, jsonrpc
+from svc_console.broker import errors, jsonrpc, queue_pages
 from svc_console.broker.agent_access import AgentAccess, Identity
 from svc_console.broker.deciders import (
     Decider,
@@ -60,11 +61,11 @@ from svc_console.broker.params import (
     SubmitParams,
     WaitParams,
 )
+from svc_console.broker.queue_pages import listed
 from svc_console.broker.reads import Reads
 from svc_console.broker.secret_refusal import refuse_secrets
 from svc_console.broker.service import Broker
 from svc_console.core.models import SpendRequest
-from svc_console.core.shown_facts import facts_digest
 
 PROTOCOL_VERSION = 2
 # What the console's own clients (the CLI, the MCP bridge) say in hello: they act for the agent
@@ -274,6 +275,10 @@ class Methods:
             {**listed(r), "approved_by": approvals(r)} for r in self.broker.pending(listing.limit)
         ]
 
+    async def read_queue(self, caller: Caller, params: dict[str, Any]) -> Any:
+        """A page, count, position or request of the queue (`queue_pages`)."""
+        return queue_pages.read(self.broker, params)
+
     async def follow(self, caller: Caller, params: dict[str, Any]) -> Any:
         """From now on, a notification for every change to a request (`broker.follow`); what
         an attached console needs to decide as the broker would ask it to."""
@@ -440,6 +445,7 @@ TABLE: dict[str, Entry] = {
     "market.read": Entry(Methods.read, AGENTS),
     "market.job": Entry(Methods.job, AGENTS),
     "approvals.list": Entry(Methods.list_approvals, OPERATOR),
+    "approvals.read": Entry(Methods.read_queue, OPERATOR),
     "approvals.follow": Entry(Methods.follow, OPERATOR),
     "approvals.facts": Entry(Methods.facts, OPERATOR),
     "approvals.approve": Entry(Methods.approve, OPERATOR),
@@ -463,8 +469,3 @@ def public(request: Any) -> dict[str, Any]:
     # skill.md is for the operator's screen; agents fetch it themselves if they want it. Which
     # process submitted is the console's evidence, not the agent's business.
     return request.model_dump(mode="json", exclude={"skill", "submitter"})
-
-
-def listed(request: SpendRequest) -> dict[str, Any]:
-    """A request as `approvals.list` gives it: with the digest of its facts."""
-    return {**public(request), "digest": facts_digest(request)}

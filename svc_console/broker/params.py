@@ -150,3 +150,41 @@ class GrantListParams(Params):
 class ListParams(Params):
     view: Literal["pending", "history"] = "pending"
     limit: int = Field(100, ge=1, le=1000)
+
+
+class QueryParams(Params):
+    """A `RequestQuery` as the socket takes it: which requests, in what order."""
+
+    states: tuple[State, ...] = Field(min_length=1, max_length=len(State))
+    order: Literal["created", "updated", "amount", "expires", "agent"] = "created"
+    descending: bool = False
+    text: str = Field("", max_length=500)
+    verdict: Literal["ask", "deny", "auto_approve"] | None = None
+    risk: Literal["high", "warn", "none"] | None = None
+
+
+class WindowRead(Params):
+    read: Literal["window"]
+    query: QueryParams
+    offset: int = Field(0, ge=0)
+    limit: int = Field(50, ge=1, le=500)
+
+
+class CountRead(Params):
+    read: Literal["count"]
+    query: QueryParams
+
+
+class PositionRead(Params):
+    read: Literal["position"]
+    query: QueryParams
+    request_id: str = Field(min_length=1, max_length=100)
+
+
+class GetRead(Params):
+    read: Literal["get"]
+    request_id: str = Field(min_length=1, max_length=100)
+
+
+# `approvals.read`: one of the reads the approvals screen makes of the ledger.
+QueueRead = Annotated[WindowRead | CountRead | PositionRead | GetRead, Field(discriminator="read")]

@@ -1,20 +1,22 @@
 """The broker as a console attached to it sees it: the part of `Broker` the approvals screen uses,
 served by a broker that runs in another process (`svc-console serve`, or another console).
 
-Reads come from the ledger (its file, or its PostgreSQL database) through a read-only connection
-of this process (the pages, the counts, one request): the same SQL the embedded screen runs, with
-no round trip. Changes come from the operator socket's `approvals.follow` notifications, never
-from polling. Decisions go over the operator socket as the CLI's do, so they carry that socket's
-evidence (who, which process) and its passphrase rule; this object never writes the ledger. A
-connection cut off (for falling behind) is made again and the screen reads the queue afresh; when
-the broker itself is gone, the listeners of `when_lost` are told, and every decision after that
-fails with a clear error.
+Reads come from the ledger (its file, or its PostgreSQL database) through a read-only connection of
+this process (the pages, the counts, one request): the same SQL the embedded screen runs, with no
+round trip. Where this process may not read the ledger (the broker runs as a user of its own,
+`service install`), the same reads are asked of the broker over its socket (`remote_requests`).
+Changes come from the operator socket's `approvals.follow` notifications, never from polling.
+Decisions go over the operator socket as the CLI's do, so they carry that socket's evidence (who,
+which process) and its passphrase rule; this object never writes the ledger. A connection cut off
+(for falling behind) is made again and the screen reads the queue afresh; when the broker itself is
+gone, the listeners of `when_lost` are told, and every decision after that fails with a clear error.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
@@ -31,6 +33,7 @@ from svc_console.ledger import pauses
 from svc_console.ledger.readers import open_reader
 from svc_console.ledger.request_reads import RequestView
 from svc_console.policy.budget_view import BudgetLine
+from svc_console.services.remote_requests import RemoteRequests
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +66,10 @@ class AttachedPauses:
         self._broker = broker
 
     def paused(self) -> list[pauses.Pause]:
-        return pauses.paused(self._broker.ledger)  # type: ignore[arg-type]  # a read-only view
+        ledger = self._broker.ledger
+        if isinstance(ledger, RemoteRequests):
+            return ledger.paused()
+        return pauses.paused(ledger)  # type: ignore[arg-type]  # a read-only view
 
     async def resume(self, agent: str, _decider: object = None) -> pauses.Pause:
         said = await self._broker.call("agents.resume", {"agent": agent})
@@ -87,7 +93,7 @@ class AttachedBroker:
         self.operator_socket, self.ledger_path, self.clock = operator_socket, ledger_path, clock
         self.ledger_url = ledger_url  # the PostgreSQL ledger's, where the broker writes one
         self.market: Service | None = None
-        self.ledger: RequestView | None = None
+        self.ledger: RequestView | RemoteRequests | None = None
         # `decisions.total_confirmation_needed` and `.two_person_status`, as Broker has them.
         self.decisions = self
         self.pauses = AttachedPauses(self)
@@ -117,7 +123,18 @@ class AttachedBroker:
         """Connect, follow the queue, open the ledger read-only. Following starts before the
         first read, so no change in between is missed."""
         await self._follow()
-        self.ledger = RequestView(open_reader(self.ledger_path, self.ledger_url))
+        self.ledger = self._reads()
+
+    def _reads(self) -> RequestView | RemoteRequests:
+        """The ledger, read here where this process may; else asked of the broker."""
+        if self.ledger_url is None and not os.access(self.ledger_path, os.R_OK):
+            return RemoteRequests(self.operator_socket)
+        return RequestView(open_reader(self.ledger_path, self.ledger_url))
+
+    @property
+    def reads_ledger(self) -> bool:
+        """Whether this console reads the ledger itself (the usage screen needs it to)."""
+        return not isinstance(self.ledger, RemoteRequests)
 
     async def _follow(self) -> None:
         client = AsyncAgent(None, self.operator_socket, token="", client=CLIENT)
@@ -141,9 +158,11 @@ class AttachedBroker:
         if self._client is not None:
             await self._client.close()
             self._client = None
-        if self.ledger is not None:
+        if isinstance(self.ledger, RemoteRequests):
+            self.ledger.close()
+        elif self.ledger is not None:
             self.ledger.db.close()
-            self.ledger = None
+        self.ledger = None
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         self._listeners.append(listener)

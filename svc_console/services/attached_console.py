@@ -181,7 +181,15 @@ class AttachedConsole:
         return self.paths.ledger(sandbox=self.sandboxed)
 
     def serves(self, screen: str) -> bool:
+        if screen == "usage" and self.apart:
+            return False  # read from the ledger, which the broker's user alone reads
         return screen in SERVED
+
+    @property
+    def apart(self) -> bool:
+        """Whether the broker runs as a user of its own, its ledger out of this console's reach:
+        the queue is then read over the socket, and the usage history is not shown here."""
+        return self.broker is not None and not self.broker.reads_ledger
 
     def usage_source(self) -> AttachedUsage:
         return AttachedUsage(self)

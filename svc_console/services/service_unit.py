@@ -18,6 +18,7 @@ from pathlib import Path
 from svc_console.config.paths import SERVICE_AGENTS_SOCKET, SERVICE_OPERATOR_SOCKET
 
 SERVICE_USER = "svc-console"
+SERVICE_HOME = Path("/var/lib/svc-console")
 UNIT_PATH = Path("/etc/systemd/system/svc-console.service")
 PLIST_PATH = Path("/Library/LaunchDaemons/com.svc-console.serve.plist")
 # A program under these is out of the service's reach (ProtectHome) or gone at logout.
@@ -30,7 +31,7 @@ class ServiceLayout:
 
     program: tuple[str, ...]  # how to run svc-console: an absolute interpreter and its module
     user: str = SERVICE_USER
-    home: Path = Path("/var/lib/svc-console")
+    home: Path = SERVICE_HOME
     agents_socket: Path = SERVICE_AGENTS_SOCKET
     operator_socket: Path = SERVICE_OPERATOR_SOCKET
     unit_path: Path = UNIT_PATH

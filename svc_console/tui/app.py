@@ -349,7 +349,8 @@ class ConsoleApp(NoticeLine):
 
             broker = getattr(self.runtime, "broker", None)
             banner = service_banner(getattr(broker, "market", None), self.runtime.agent_warning)
-            return ServedElsewhere(entry.name, entry.title, banner)
+            apart = bool(getattr(self.runtime, "apart", False))
+            return ServedElsewhere(entry.name, entry.title, banner, apart=apart)
         return entry.build(self.runtime)
 
     def _report_screen_problems(self, problems: list[str]) -> None:

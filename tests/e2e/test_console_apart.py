@@ -33,6 +33,8 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = "/usr/bin/python3"  # an interpreter other users may run
 PYTHONPATH = f"{REPO}:{sysconfig.get_paths()['purelib']}"
 HOST = "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"
+SUBMIT = ("agent", "submit", "--agent", "bot", "--endpoint", "ep_websearch_basic")
+SUBMIT += ("--inputs", '{"query": "q"}', "--purpose", "p")
 SEARCH = {"endpoint_id": "ep_websearch_basic", "inputs": {"query": "q"}, "purpose": "laptop"}
 # The MCP host, as the operator: it drops to the operator's uid and runs the bridge as a child
 # (the console traces a request to the host that ran the bridge, which the operator is not).
@@ -65,6 +67,34 @@ try:
 except urllib.error.HTTPError as exc:
     report["wallet"] = exc.code
 print(json.dumps(report))
+"""
+
+# The console's TUI as the operator runs it (`svc-console` with no command attaches to the service
+# it finds), driven headless: signs in, reads the queue over the socket, approves the request.
+TUI = """
+import asyncio, json, os, sys
+sys.path.insert(0, sys.argv[1])
+from tui_support import rows, screen_text, secret_asked, type_text
+from svc_console.cli.attach import attached_console
+from svc_console.tui.app import ConsoleApp
+from svc_console.tui.attached.sign_in import SignInScreen
+
+async def main():
+    console = attached_console()
+    app = ConsoleApp(console, cursor_blink=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await secret_asked(pilot, SignInScreen)
+        await type_text(pilot, "alice")
+        await pilot.press("enter")
+        await type_text(pilot, os.environ["SVC_OPERATOR_TOKEN"])
+        await pilot.press("enter")
+        await rows(pilot, 1)
+        said = {"apart": console.apart, "shown": screen_text(app)}
+        await pilot.press("a")
+        await rows(pilot, 0)
+    print(json.dumps(said))
+
+asyncio.run(main())
 """
 
 
@@ -137,7 +167,9 @@ def served(root: Path) -> Iterator[subprocess.Popen[str]]:
         server.communicate(timeout=60)
 
 
-def as_operator(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def as_operator(
+    root: Path, *args: str, timeout: float = 60, **env: str
+) -> subprocess.CompletedProcess[str]:
     """A command the operator (or an agent of theirs) runs: their uid, the service's sockets."""
     everything = {**_env(root), "HOME": "/nonexistent", **env}
     everything["SVC_CONSOLE_HOME"] = str(root / "operator-home")
@@ -149,7 +181,7 @@ def as_operator(root: Path, *args: str, **env: str) -> subprocess.CompletedProce
         env=everything,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
         check=False,
     )
 
@@ -235,24 +267,8 @@ async def test_the_operator_socket_opened_to_a_uid_asks_a_credential_of_every_ac
     with served(machine):
         operator_socket = machine / "run" / "operator.sock"
         assert oct(operator_socket.stat().st_mode & 0o777) == "0o666"
-        submitted = as_operator(
-            machine,
-            "-c",
-            HOST,  # an agent's own process, not the operator's
-            PYTHON,
-            "-m",
-            "svc_console",
-            "agent",
-            "submit",
-            "--agent",
-            "bot",
-            "--endpoint",
-            "ep_websearch_basic",
-            "--inputs",
-            '{"query": "q"}',
-            "--purpose",
-            "p",
-        )
+        # An agent's own process, not the operator's.
+        submitted = as_operator(machine, "-c", HOST, PYTHON, "-m", "svc_console", *SUBMIT)
         assert submitted.returncode == 0, submitted.stderr
         request_id = submitted.stdout.split()[0]
         await eventually(lambda: pending_ids(machine) == [request_id], timeout=60)
@@ -270,3 +286,36 @@ async def test_the_operator_socket_opened_to_a_uid_asks_a_credential_of_every_ac
         assert stranger.returncode == 2
         assert f"uid {OPERATOR_UID - 1} may not use the operator socket" in stranger.stderr
         assert pending_ids(machine) == [request_id]
+
+
+async def test_the_operators_tui_attached_to_the_service_reads_the_queue_and_decides(machine):
+    """The operator's home holds no ledger (the service's is out of their reach): the TUI reads
+    the queue over the operator socket, signs in with the token, and approves."""
+    home = machine / "home"
+    (home / "settings.toml").write_text(
+        with_access('[agents]\nenrolment = "strict"\n', OPERATOR_UID)
+    )
+    AgentRegistry(home / "agents.json").add("bot", uid=OPERATOR_UID)
+    token = OperatorAccounts(home / "operators.json").add("alice")
+    _give(home, CONSOLE_UID)
+    os.chown(machine / "run", CONSOLE_UID, CONSOLE_UID)
+    (machine / "operator-home").mkdir(mode=0o700)
+    os.chown(machine / "operator-home", OPERATOR_UID, OPERATOR_UID)
+    with served(machine):
+        submitted = as_operator(machine, "-c", HOST, PYTHON, "-m", "svc_console", *SUBMIT)
+        assert submitted.returncode == 0, submitted.stderr
+        request_id = submitted.stdout.split()[0]
+        await eventually(lambda: pending_ids(machine) == [request_id], timeout=60)
+        tui = as_operator(
+            machine, "-c", TUI, str(REPO / "tests"), SVC_OPERATOR_TOKEN=token, timeout=120
+        )
+        assert tui.returncode == 0, tui.stderr[-2000:]
+        said = json.loads(tui.stdout.splitlines()[-1])
+        assert said["apart"] is True and "bot" in said["shown"]
+        assert pending_ids(machine) == []
+        history = as_operator(
+            machine, "-m", "svc_console", "approvals", "list", "--history", "--json"
+        )
+        decided = [r for r in json.loads(history.stdout) if r["id"] == request_id]
+        assert decided[0]["decision"]["by"] == "alice"
+    assert not list((machine / "operator-home").glob("ledger*"))

@@ -52,7 +52,7 @@ def run_install(args: argparse.Namespace) -> int:
 
     from svc_console.services import service_moves as moves_of
     from svc_console.services.service_plan import install_plan
-    from svc_console.services.service_unit import program_problem, unit_text
+    from svc_console.services.service_unit import program_problem, systemd_problem, unit_text
 
     operator, where = _operator(args)
     layout = _layout()
@@ -66,6 +66,8 @@ def run_install(args: argparse.Namespace) -> int:
     except KeyError:
         user_exists = False
     steps = install_plan(layout, operator, moves, user_exists=user_exists)
+    if not args.dry_run:  # a dry run shows the steps wherever it runs
+        _refuse(systemd_problem())
     if _carried_out(args, steps, layout, operator, unit_text(layout)):
         print(f"svc-console: installed; agents ask at {layout.agents_socket}", flush=True)
     return 0
@@ -74,7 +76,7 @@ def run_install(args: argparse.Namespace) -> int:
 def run_uninstall(args: argparse.Namespace) -> int:
     from svc_console.services import service_moves as moves_of
     from svc_console.services.service_plan import uninstall_plan
-    from svc_console.services.service_unit import installed_service
+    from svc_console.services.service_unit import installed_service, systemd_problem
 
     found = installed_service()
     if found is None:
@@ -82,8 +84,11 @@ def run_uninstall(args: argparse.Namespace) -> int:
     operator, where = _operator(args)
     layout = _layout(found.home)
     moves = moves_of.moves_back(where, layout.home, moves_of.listing(layout.home))
-    _refuse(*moves_of.problems(moves))
-    steps = uninstall_plan(layout, operator, moves)
+    systemd = systemd_problem() is None
+    # Without systemd nothing stops the broker for the move: none may be serving these files.
+    serving = None if systemd else _serving(layout.operator_socket)
+    _refuse(*moves_of.problems(moves), serving)
+    steps = uninstall_plan(layout, operator, moves, systemd=systemd)
     if _carried_out(args, steps, layout, operator, None):
         print(f"svc-console: uninstalled; your files are back in {where.home}", flush=True)
     return 0
@@ -162,6 +167,14 @@ def _operator(args: argparse.Namespace) -> tuple[Any, Any]:
         where = Where(user_home / ".local" / "share" / "svc-console", user_home)
     group = getattr(args, "agents_group", None)
     return Operator(entry.pw_name, entry.pw_uid, entry.pw_gid, group), where
+
+
+def _serving(operator_socket: Path) -> str | None:
+    from svc_console.services.broker_probe import running_broker
+
+    if running_broker(operator_socket) is not None:
+        return f"a broker answers on {operator_socket}: stop it first"
+    return None
 
 
 def _running(where: Any) -> str | None:

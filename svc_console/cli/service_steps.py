@@ -12,7 +12,7 @@ from typing import Any
 from svc_console.cli.errors import CommandError
 from svc_console.core.private_files import write_private
 from svc_console.services import service_moves
-from svc_console.services.service_unit import with_access, without_access
+from svc_console.services.service_unit import systemd_problem, with_access, without_access
 
 
 def carry_out(steps: list[Any], layout: Any, operator: Any, unit: str | None) -> None:
@@ -60,7 +60,8 @@ def carry_out(steps: list[Any], layout: Any, operator: Any, unit: str | None) ->
             _run("systemctl", "disable", "--now", layout.unit_path.name)
         elif step.kind == "remove":
             layout.unit_path.unlink(missing_ok=True)
-            _run("systemctl", "daemon-reload")
+            if systemd_problem() is None:
+                _run("systemctl", "daemon-reload")
 
 
 def _settings(layout: Any, operator: Any, opened: bool) -> None:

@@ -79,11 +79,21 @@ def install_plan(
     return steps
 
 
-def uninstall_plan(layout: ServiceLayout, operator: Operator, moves: list[Move]) -> list[Step]:
+def uninstall_plan(
+    layout: ServiceLayout, operator: Operator, moves: list[Move], *, systemd: bool = True
+) -> list[Step]:
+    """`systemd=False`: systemd no longer runs here (the machine's init changed, or a container
+    copied from one), so nothing runs under the unit to stop: it is removed, and the files come
+    back all the same (`service uninstall` first checks that no broker serves them)."""
     home = layout.home
+    unit = layout.unit_path
     steps = [
-        Step("stop", f"systemctl disable --now {layout.unit_path.name}"),
-        Step("remove", f"remove {layout.unit_path}, then systemctl daemon-reload"),
+        Step("stop", f"systemctl disable --now {unit.name}"),
+        Step("remove", f"remove {unit}, then systemctl daemon-reload"),
+    ]
+    if not systemd:
+        steps = [Step("remove", f"remove {unit} (systemd is not running: nothing to stop)")]
+    steps += [
         Step(
             "unsettings",
             f"remove [operator] uids and [agents] uids = [{operator.uid}] from"

@@ -20,6 +20,7 @@ from svc_console.config.paths import SERVICE_AGENTS_SOCKET, SERVICE_OPERATOR_SOC
 SERVICE_USER = "svc-console"
 SERVICE_HOME = Path("/var/lib/svc-console")
 UNIT_PATH = Path("/etc/systemd/system/svc-console.service")
+SYSTEMD_BOOTED = Path("/run/systemd/system")
 PLIST_PATH = Path("/Library/LaunchDaemons/com.svc-console.serve.plist")
 # A program under these is out of the service's reach (ProtectHome) or gone at logout.
 UNREACHABLE = (Path("/home"), Path("/root"), Path("/run/user"))
@@ -61,6 +62,18 @@ def program_problem(program: tuple[str, ...]) -> str | None:
                 " svc-console`, and run that one"
             )
     return None
+
+
+def systemd_problem(booted: Path = SYSTEMD_BOOTED) -> str | None:
+    """Why systemd could not start the unit here, or None: systemd is not this machine's init
+    (`booted`, the folder it makes at boot, is how sd_booted(3) tells)."""
+    if booted.is_dir():
+        return None
+    return (
+        f"systemd is not running on this machine (no {booted}), so it could not start the"
+        " service; nothing was done (`--dry-run` shows the steps; docs/laptop.md has the same"
+        " set-up by hand)"
+    )
 
 
 def unit_text(layout: ServiceLayout) -> str:

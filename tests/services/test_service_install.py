@@ -22,6 +22,7 @@ from svc_console.services.service_unit import (
     installed_service,
     plist_text,
     program_problem,
+    systemd_problem,
     unit_text,
     with_access,
     without_access,
@@ -126,6 +127,9 @@ def test_the_steps_move_then_verify_before_anything_starts(tmp_path):
     back = [Move(m.target, m.source) for m in moves]
     kinds = [step.kind for step in uninstall_plan(LAYOUT, operator, back)]
     assert kinds == ["stop", "remove", "unsettings", "move", "move", "verify"]
+    # Where systemd no longer runs, nothing runs under the unit: the files come back all the same.
+    kinds = [step.kind for step in uninstall_plan(LAYOUT, operator, back, systemd=False)]
+    assert kinds == ["remove", "unsettings", "move", "move", "verify"]
 
 
 def _cli(*args: str, home: Path, python: str = sys.executable) -> subprocess.CompletedProcess:
@@ -179,3 +183,27 @@ def test_a_dry_run_that_install_would_refuse_says_why_in_one_line(tmp_path):
 def test_install_without_an_operator_is_a_usage_error(tmp_path):
     refused = _cli("install", "--dry-run", home=tmp_path)
     assert refused.returncode == 2 and "--user NAME" in refused.stderr
+
+
+def test_systemd_is_found_running_by_the_folder_it_makes_at_boot(tmp_path):
+    assert systemd_problem(tmp_path) is None
+    said = systemd_problem(tmp_path / "absent")
+    assert said is not None and "systemd is not running" in said and "nothing was done" in said
+
+
+@pytest.mark.skipif(systemd_problem() is None, reason="systemd runs here: install would install")
+def test_install_where_systemd_does_not_run_refuses_before_any_step(tmp_path):
+    """Found by running it on a machine whose init is not systemd: the user was made, the files
+    moved and the unit written before `systemctl` failed. Now nothing is done."""
+    if os.geteuid() != 0 or not Path(PYTHON).exists() or program_problem((PYTHON,)) is not None:
+        pytest.skip(f"needs root and a system-wide {PYTHON}, as install does")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "credentials.json").write_text("{}")
+    me = pwd.getpwuid(os.getuid()).pw_name
+    refused = _cli("install", "--yes", "--user", me, home=home, python=PYTHON)
+    assert refused.returncode == 2 and "systemd is not running" in refused.stderr
+    assert [p.name for p in home.iterdir()] == ["credentials.json"]
+    with pytest.raises(KeyError):
+        pwd.getpwnam("svc-console")
+    assert not Path("/etc/systemd/system/svc-console.service").exists()

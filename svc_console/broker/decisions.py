@@ -28,6 +28,7 @@ from svc_console.core.models import (
     Verdict,
 )
 from svc_console.core.money import format_usdc
+from svc_console.core.shown_facts import approval_ceiling
 from svc_console.core.states import IllegalTransition, State
 from svc_console.ledger import Ledger, PastLifetime
 from svc_console.ledger import grants as ledger_grants
@@ -36,15 +37,6 @@ from svc_console.policy import PolicyEngine
 from svc_console.policy.grants import grant_id
 
 log = logging.getLogger(__name__)
-
-
-def approval_ceiling(request: SpendRequest, estimate: Estimate) -> Decimal:
-    """The most this approval lets the console pay: the estimate's upper bound, never above the
-    agent's own max_usdc."""
-    ceiling = estimate.ceiling
-    if request.max_usdc is not None:
-        ceiling = min(ceiling, request.max_usdc)
-    return ceiling
 
 
 def mandate_of(

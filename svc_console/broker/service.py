@@ -20,7 +20,7 @@ from svc_console.broker import errors, upkeep
 from svc_console.broker.as_shown import refuse_if_any_changed, refuse_if_changed
 from svc_console.broker.config import BrokerConfig
 from svc_console.broker.deciders import Decider
-from svc_console.broker.decisions import Decisions, approval_ceiling
+from svc_console.broker.decisions import Decisions
 from svc_console.broker.endpoint_cache import EndpointCache
 from svc_console.broker.executor import MAX_ATTEMPTS, Executor
 from svc_console.broker.grants import OperatorGrants, check_total, parse_lasting
@@ -31,6 +31,7 @@ from svc_console.core import states
 from svc_console.core.models import SpendRequest, Submitter
 from svc_console.core.money import format_usdc
 from svc_console.core.same_inputs import comparable
+from svc_console.core.shown_facts import approval_ceiling
 from svc_console.core.states import CANCELLABLE, FINAL, IllegalTransition, State
 from svc_console.core.tasks import cancel_and_wait
 from svc_console.ledger import Ledger, group_commit

@@ -16,7 +16,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from svc_console.core.models import SpendRequest
+from svc_console.core.models import Estimate, SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
 
@@ -46,15 +46,19 @@ def shown_facts(request: SpendRequest) -> dict[str, Any]:
     }
 
 
-def ceiling(request: SpendRequest) -> Decimal | None:
-    """What approving lets be paid, as `broker.decisions.approval_ceiling` has it: the
-    estimate's upper bound, never above the agent's own max (None before the dry run)."""
-    estimate = request.estimate
-    if estimate is None:
-        return None
+def approval_ceiling(request: SpendRequest, estimate: Estimate) -> Decimal:
+    """The most approving `request` at `estimate` lets the console pay: the estimate's upper
+    bound, never above the agent's own max_usdc. The one figure the broker approves, the
+    dialogs show and the screens total."""
     if request.max_usdc is None:
         return estimate.ceiling
     return min(estimate.ceiling, request.max_usdc)
+
+
+def ceiling(request: SpendRequest) -> Decimal | None:
+    """`approval_ceiling` at the request's own estimate (None before the dry run)."""
+    estimate = request.estimate
+    return None if estimate is None else approval_ceiling(request, estimate)
 
 
 def facts_digest(request: SpendRequest) -> str:

@@ -25,9 +25,9 @@ from typing import Any
 
 from svc_console.agent import AgentError, AsyncAgent
 from svc_console.broker import errors
-from svc_console.broker.decisions import approval_ceiling
 from svc_console.broker.params import ApproveParams, DenyParams
 from svc_console.core.models import SpendRequest
+from svc_console.core.shown_facts import approval_ceiling
 from svc_console.core.states import State
 from svc_console.ledger import pauses
 from svc_console.ledger.readers import open_reader

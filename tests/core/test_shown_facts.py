@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from svc_console.broker.decisions import approval_ceiling
 from svc_console.core.models import Estimate, RiskFlag, Severity, SpendRequest, Verdict
 from svc_console.core.shown_facts import (
     DIGEST,
+    approval_ceiling,
     ceiling,
     changed_since_shown,
     facts_digest,
@@ -129,15 +129,17 @@ def test_repricing_changes_the_digest():
     assert shown_facts(repriced)["ceiling_usdc"] == "0.03"
 
 
-def test_the_ceiling_is_the_brokers():
-    for request in (
-        waiting(),
-        waiting(max_usdc=None),
-        waiting(max_usdc=Decimal("0.015")),
-        waiting(max_usdc=Decimal("9")),
+def test_the_ceiling_is_the_estimates_upper_bound_never_above_the_agents_max():
+    ranged = Estimate(
+        amount_usdc=Decimal("0.01"), max_usdc=Decimal("0.02"), chain="base", protocol="x402"
+    )
+    for max_usdc, expected in (
+        (None, Decimal("0.02")),
+        (Decimal("0.015"), Decimal("0.015")),
+        (Decimal("9"), Decimal("0.02")),
     ):
-        assert request.estimate is not None
-        assert ceiling(request) == approval_ceiling(request, request.estimate)
+        request = waiting(max_usdc=max_usdc, estimate=ranged)
+        assert ceiling(request) == approval_ceiling(request, ranged) == expected
     assert ceiling(waiting(estimate=None)) is None
 
 

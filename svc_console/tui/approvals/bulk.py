@@ -17,11 +17,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Input, Static
 
-from svc_console.broker.decisions import approval_ceiling
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
-from svc_console.core.shown_facts import facts_digest
+from svc_console.core.shown_facts import approval_ceiling, facts_digest
 from svc_console.core.wording import plural
 from svc_console.tui.approvals.dialog import DecidingDialog, typed_amount
 from svc_console.tui.modals import MAX_REASON

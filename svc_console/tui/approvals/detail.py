@@ -20,12 +20,12 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
-from svc_console.broker.decisions import approval_ceiling
 from svc_console.core.mandate import pays_to
 from svc_console.core.models import SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert, inert_line
 from svc_console.core.secrets_scan import mask
+from svc_console.core.shown_facts import approval_ceiling
 from svc_console.core.states import State
 from svc_console.core.taxonomy import PRODUCT_CLASSES, domain_label
 from svc_console.policy.budget_view import BudgetLine

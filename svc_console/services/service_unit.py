@@ -170,7 +170,16 @@ def without_access(text: str, uid: int) -> str:
         )
         if not ours:
             lines.append(line)
-    return "".join(lines)
+    return _without_empty_tables("".join(lines), ("agents", "operator"))
+
+
+def _without_empty_tables(text: str, tables: tuple[str, ...]) -> str:
+    """`text` without those of `tables` left holding nothing (as `with_access` made them, into a
+    file that had none): the file reads as it did before the install."""
+    kept = re.sub(
+        rf"^\[(?:{'|'.join(tables)})\][ \t]*\n(?:[ \t]*\n)*(?=\[|\Z)", "", text, flags=re.MULTILINE
+    )
+    return kept.rstrip("\n") + "\n" if kept.strip() else ""
 
 
 def _set_key(text: str, table: str, line: str) -> str:

@@ -207,3 +207,13 @@ def test_install_where_systemd_does_not_run_refuses_before_any_step(tmp_path):
     with pytest.raises(KeyError):
         pwd.getpwnam("svc-console")
     assert not Path("/etc/systemd/system/svc-console.service").exists()
+
+
+@pytest.mark.parametrize(
+    "before",
+    ["", '[agents]\nenrolment = "strict"\n', '[ui]\ntheme = "x"\n\n[operator]\nname = "al"\n'],
+)
+def test_uninstall_leaves_the_settings_as_install_found_them(before):
+    """Found when uninstalling for real: tables the install made into a file that had none
+    came back empty."""
+    assert without_access(with_access(before, 1000), 1000) == before

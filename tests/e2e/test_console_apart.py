@@ -136,6 +136,21 @@ def _give(folder: Path, uid: int) -> None:
         os.chown(item, uid, uid, follow_symlinks=False)
 
 
+def installed(machine: Path, agent: str, *, account: bool) -> str | None:
+    """The console's home as `service install` leaves it: strict enrolment, `agent` registered
+    for the operator's uid, both sockets opened to that uid, everything the console's uid's;
+    with `account`, an operator account for alice, whose token is returned."""
+    home = machine / "home"
+    (home / "settings.toml").write_text(
+        with_access('[agents]\nenrolment = "strict"\n', OPERATOR_UID)
+    )
+    AgentRegistry(home / "agents.json").add(agent, uid=OPERATOR_UID)
+    token = OperatorAccounts(home / "operators.json").add("alice") if account else None
+    _give(home, CONSOLE_UID)
+    os.chown(machine / "run", CONSOLE_UID, CONSOLE_UID)
+    return token
+
+
 def _env(root: Path) -> dict[str, str]:
     return {
         "PYTHONPATH": PYTHONPATH,
@@ -207,13 +222,7 @@ def pending_ids(root: Path) -> list[str]:
 
 async def test_an_agent_of_the_operators_user_can_ask_but_not_read_spend_or_decide(machine):
     home = machine / "home"
-    (home / "settings.toml").write_text(
-        with_access('[agents]\nenrolment = "strict"\n', OPERATOR_UID)
-    )
-    AgentRegistry(home / "agents.json").add("laptop-bot", uid=OPERATOR_UID)
-    token = OperatorAccounts(home / "operators.json").add("alice")
-    _give(home, CONSOLE_UID)
-    os.chown(machine / "run", CONSOLE_UID, CONSOLE_UID)
+    token = installed(machine, "laptop-bot", account=True)
     with served(machine):
         files = sorted(str(p) for p in home.rglob("*") if p.is_file())
         assert any(f.endswith(".db") for f in files) and any(f.endswith(".key") for f in files)
@@ -257,13 +266,7 @@ async def test_an_agent_of_the_operators_user_can_ask_but_not_read_spend_or_deci
 async def test_the_operator_socket_opened_to_a_uid_asks_a_credential_of_every_act(machine):
     """Without `[operator] uids` and under strict enrolment a decision needs no credential;
     with them, the operator's own agents reach the socket, so every act needs one."""
-    home = machine / "home"
-    (home / "settings.toml").write_text(
-        with_access('[agents]\nenrolment = "strict"\n', OPERATOR_UID)
-    )
-    AgentRegistry(home / "agents.json").add("bot", uid=OPERATOR_UID)
-    _give(home, CONSOLE_UID)
-    os.chown(machine / "run", CONSOLE_UID, CONSOLE_UID)
+    installed(machine, "bot", account=False)
     with served(machine):
         operator_socket = machine / "run" / "operator.sock"
         assert oct(operator_socket.stat().st_mode & 0o777) == "0o666"
@@ -291,14 +294,7 @@ async def test_the_operator_socket_opened_to_a_uid_asks_a_credential_of_every_ac
 async def test_the_operators_tui_attached_to_the_service_reads_the_queue_and_decides(machine):
     """The operator's home holds no ledger (the service's is out of their reach): the TUI reads
     the queue over the operator socket, signs in with the token, and approves."""
-    home = machine / "home"
-    (home / "settings.toml").write_text(
-        with_access('[agents]\nenrolment = "strict"\n', OPERATOR_UID)
-    )
-    AgentRegistry(home / "agents.json").add("bot", uid=OPERATOR_UID)
-    token = OperatorAccounts(home / "operators.json").add("alice")
-    _give(home, CONSOLE_UID)
-    os.chown(machine / "run", CONSOLE_UID, CONSOLE_UID)
+    token = installed(machine, "bot", account=True)
     (machine / "operator-home").mkdir(mode=0o700)
     os.chown(machine / "operator-home", OPERATOR_UID, OPERATOR_UID)
     with served(machine):

@@ -31,10 +31,17 @@ TOLD_KEPT = 100  # notices the list keeps, newest
 _SHOWN = "_more_"  # between the original's identity and the count of the rest, in the drawn copy
 
 
+def current_of(notifications: Notifications) -> list[Notification]:
+    """The notifications not yet expired. Not `list(notifications)`: list() asks the length
+    after it has the iterator, and asking reaps, so a notice expiring between the two would be
+    taken from the dict being iterated ("dictionary changed size during iteration")."""
+    return list(iter(notifications))
+
+
 def newest_drawn(notifications: Notifications) -> Notifications:
     """What the toast rack draws: the newest notification alone, titled with how many others
     are still current."""
-    current = list(notifications)
+    current = current_of(notifications)
     drawn = Notifications()
     if not current:
         return drawn
@@ -77,7 +84,7 @@ def draw_newest(screen: Screen, notifications: Notifications) -> None:
 def forget(notifications: Notifications, notification: Notification) -> None:
     """Forget the notice a drawn copy (or the original itself) stands for."""
     identity = original_of(notification)
-    for current in list(notifications):
+    for current in current_of(notifications):
         if current.identity == identity:
             del notifications[current]
 

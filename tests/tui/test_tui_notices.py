@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 from helpers import FakeClock
+from textual.notifications import Notification, Notifications
 from textual.pilot import Pilot
 from textual.widgets._toast import Toast
 from tui_support import build_console, notices, screen_text, started, until
 
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
-from svc_console.tui.notices import NoticesScreen
+from svc_console.tui.notices import NoticesScreen, newest_drawn
 
 RAISED = ("Grant 1 revoked", "Exported 2 charges to usage.csv", "Policy saved: in force")
 
@@ -116,3 +117,26 @@ def test_snapshot_the_notices_list(snap_compare: Any, console):
 def test_snapshot_the_notice_line_at_80x24(snap_compare: Any, console):
     """At 80x24 the one toast still leaves the footer's q and F1 in sight."""
     assert snap_compare(console(), terminal_size=(80, 24), run_before=three_notices)
+
+
+class ExpiringOnSecondLook(Notification):
+    """A notice that expires between one look and the next: as one does when its timeout ends
+    between the two reaps `list()` of the notifications makes (iterator, then length)."""
+
+    looked = 0
+
+    @property
+    def has_expired(self) -> bool:
+        type(self).looked += 1
+        return type(self).looked > 1
+
+
+def test_a_notice_expiring_while_the_newest_is_chosen_is_left_out_not_a_crash():
+    """Found by a full run: the toast rack's draw raised "dictionary changed size during
+    iteration" when a notice expired as the newest was chosen."""
+    notifications = Notifications()
+    notifications.add(Notification("kept", timeout=600))
+    ExpiringOnSecondLook.looked = 0
+    notifications._notifications["going"] = ExpiringOnSecondLook("going", identity="going")
+    drawn = list(newest_drawn(notifications)._notifications.values())  # as drawn, unreaped
+    assert [(n.message, n.title) for n in drawn] == [("going", "+1 more notice · n lists them")]

@@ -1,5 +1,6 @@
-"""The operator's side in tests: the passphrase typed on a terminal, as a person types it, and
-what the console kept of refused tries.
+"""The operator's side in tests: `svc-console serve` and the queue as `approvals list` gives it,
+the passphrase typed on a terminal, as a person types it, and what the console kept of refused
+tries.
 
 The CLI reads the passphrase from its controlling terminal only, never from stdin, an argument or
 the environment. `run_typing` gives the command a pseudo-terminal of its own as that terminal
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,30 @@ from svc_console.config.operator_passphrase import OperatorPassphrase
 CLI = [sys.executable, "-m", "svc_console"]
 PASSPHRASE = "the operator's own words"
 PROMPT = "passphrase: "
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[subprocess.Popen[str]]:
+    """`svc-console serve` on the test's home, from its banner on; stopped after."""
+    server = subprocess.Popen(
+        [*CLI, "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        assert "broker on" in server.stdout.readline(), server.stderr and server.stderr.read()
+        yield server
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def pending_ids() -> list[str]:
+    """The waiting requests' ids, as `svc-console approvals list --json` gives them."""
+    listing = subprocess.run(
+        [*CLI, "approvals", "list", "--json"], capture_output=True, text=True, timeout=60
+    )
+    assert listing.returncode == 0, listing.stderr
+    return [request["id"] for request in json.loads(listing.stdout)]
 
 
 def set_passphrase(home: Path, passphrase: str = PASSPHRASE) -> str:

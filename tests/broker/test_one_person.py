@@ -6,7 +6,7 @@ step an event in the audit chain. Accounts record who created them."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -27,30 +27,19 @@ OPEN = AgentSettings(enrolment="open")
 
 
 @pytest.fixture
-async def console(paths, sandbox, clock) -> AsyncIterator[Callable[..., Any]]:
+def console(paths, sandbox, clock, keep_started) -> Callable[..., Any]:
     """A console with the accounts given (name: who added it), the policy given, the test's
     clock; returns the runtime and each account's token."""
-    started: list[Runtime] = []
 
     async def run(policy: str, accounts: dict[str, str | None]) -> tuple[Runtime, dict[str, str]]:
         store = OperatorAccounts(paths.operator_accounts)
         tokens = {name: store.add(name, added_by=by) for name, by in accounts.items()}
         (paths.home / "SKILLS.md").write_text(policy)
-        runtime = Runtime(
-            paths=paths,
-            sandbox=sandbox,
-            config=BrokerConfig(),
-            agent_settings=OPEN,
-            broker_options={"clock": clock},
-        )
-        await runtime.start()
-        started.append(runtime)
-        return runtime, tokens
+        options = {"clock": clock}
+        runtime = Runtime(paths=paths, sandbox=sandbox, agent_settings=OPEN, broker_options=options)
+        return await keep_started(runtime), tokens
 
-    yield run
-    for runtime in started:
-        if runtime.broker is not None:
-            await runtime.stop()
+    return run
 
 
 async def asked(runtime: Runtime) -> str:

@@ -7,14 +7,14 @@ stands in for the operators."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from helpers import SEARCH, eventually, operator
 
 from svc_console.agent import AgentError, AsyncAgent
-from svc_console.broker import BrokerConfig, errors
+from svc_console.broker import errors
 from svc_console.broker.params import ApproveParams
 from svc_console.config.agent_registry import AgentRegistry
 from svc_console.config.agents import AgentSettings
@@ -30,10 +30,9 @@ STRICT = AgentSettings(enrolment="strict", allow_same_user=True)
 
 
 @pytest.fixture
-async def console(paths, sandbox) -> AsyncIterator[Callable[..., Any]]:
+def console(paths, sandbox, keep_started) -> Callable[..., Any]:
     """A console with operators alice, bob and carol, agent research-bot registered by alice,
     and the policy given; returns the runtime and the operators' tokens."""
-    started: list[Runtime] = []
 
     async def run(policy: str) -> tuple[Runtime, dict[str, str]]:
         accounts = OperatorAccounts(paths.operator_accounts)
@@ -42,17 +41,10 @@ async def console(paths, sandbox) -> AsyncIterator[Callable[..., Any]]:
             "research-bot", registered_by="alice"
         )
         (paths.home / "SKILLS.md").write_text(policy)
-        runtime = Runtime(
-            paths=paths, sandbox=sandbox, config=BrokerConfig(), agent_settings=STRICT
-        )
-        await runtime.start()
-        started.append(runtime)
-        return runtime, tokens
+        runtime = Runtime(paths=paths, sandbox=sandbox, agent_settings=STRICT)
+        return await keep_started(runtime), tokens
 
-    yield run
-    for runtime in started:
-        if runtime.broker is not None:
-            await runtime.stop()
+    return run
 
 
 async def asked(runtime: Runtime, tokens: dict[str, str], state: State = State.pending) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import seed_in_flight
-from operator_support import run_typing, set_passphrase
+from operator_support import pending_ids, run_typing, serving, set_passphrase
 
 CLI = [sys.executable, "-m", "svc_console"]
 # The agent: a process of its own that runs the CLI, as an agent's program would. The console
@@ -48,22 +48,8 @@ def wait_for(predicate, timeout: float = 15.0):
 @pytest.fixture
 def served(home: Path):
     set_passphrase(home)
-    server = subprocess.Popen(
-        [*CLI, "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        banner = server.stdout.readline()
-        assert "broker on" in banner, server.stderr.read()
+    with serving():
         yield home
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-
-
-def pending_ids() -> list[str]:
-    listing = run("approvals", "list", "--json")
-    assert listing.returncode == 0, listing.stderr
-    return [request["id"] for request in json.loads(listing.stdout)]
 
 
 def submit_and_wait(*extra: str) -> subprocess.Popen[str]:

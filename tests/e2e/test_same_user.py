@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from operator_support import run_typing, set_passphrase
+from operator_support import pending_ids, run_typing, serving, set_passphrase
 
 CLI = [sys.executable, "-m", "svc_console"]
 SVC = " ".join(CLI)  # as a shell spells it
@@ -72,28 +72,10 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60)
 
 
-def serve() -> subprocess.Popen[str]:
-    server = subprocess.Popen(
-        [*CLI, "serve"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert "broker on" in server.stdout.readline(), server.stderr.read()
-    return server
-
-
 @pytest.fixture
 def served(home: Path) -> Iterator[Path]:
-    server = serve()
-    try:
+    with serving():
         yield home
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-
-
-def pending_ids() -> list[str]:
-    listing = run("approvals", "list", "--json")
-    assert listing.returncode == 0, listing.stderr
-    return [request["id"] for request in json.loads(listing.stdout)]
 
 
 def wait_for_file(path: Path) -> str:
@@ -168,8 +150,7 @@ def test_every_way_at_once_leaves_every_request_pending(served, tmp_path):
 
 def test_with_a_passphrase_the_operator_decides_and_the_agent_still_cannot(home, tmp_path):
     set_passphrase(home)
-    server = serve()
-    try:
+    with serving():
         request_id, rc, said = as_agent("substitution", tmp_path)
         # No terminal, no passphrase: the agent's command cannot even ask for it.
         assert rc == 2 and "must be typed on a terminal" in said
@@ -178,6 +159,3 @@ def test_with_a_passphrase_the_operator_decides_and_the_agent_still_cannot(home,
         approved = run_typing(["approvals", "approve", request_id])
         assert approved.returncode == 0, approved.stderr
         assert request_id not in pending_ids()
-    finally:
-        server.terminate()
-        server.wait(timeout=10)

@@ -365,21 +365,31 @@ async def select(pilot: Pilot[Any], app: ConsoleApp, request_id: str) -> None:
     await until(pilot, lambda: app.screen.query_one("#detail").request.id == request_id)
 
 
+async def offered_after(
+    pilot: Pilot[Any], key: str, field: str, typed: str
+) -> tuple[str, list[str]]:
+    """Three alike waiting, `key` (A or D) on the first with `typed` in its dialog's `field`:
+    the offer of the others is open. The first request's id, and the others'."""
+    app = pilot.app
+    await started(pilot)
+    first, *others = await three_alike(pilot, app)
+    await select(pilot, app, first)
+    await pilot.press(key)
+    await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
+    await type_into(pilot, field, typed)
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(app.screen, BulkModal))
+    return first, others
+
+
 async def test_after_a_grant_the_waiting_requests_it_matches_are_offered(console):
     """`A` on one of three alike: the two others waiting are offered, with their total, and
     approved through the dialog of marked requests (each its own decision, as shown); the
     other agent's request is left alone."""
     app = console()
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        await started(pilot)
-        first, *others = await three_alike(pilot, app)
+        first, others = await offered_after(pilot, "A", "#total", "0.05")
         broker = app.runtime.broker
-        await select(pilot, app, first)
-        await pilot.press("A")
-        await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
-        await type_into(pilot, "#total", "0.05")
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, BulkModal))
         asked = "2 more waiting requests match: approve them too?"
         await until(pilot, lambda: asked in screen_text(app))
         text = screen_text(app)
@@ -397,15 +407,8 @@ async def test_after_a_grant_the_waiting_requests_it_matches_are_offered(console
 async def test_declining_the_offer_decides_nothing_more(console):
     app = console()
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        await started(pilot)
-        first, *others = await three_alike(pilot, app)
+        first, others = await offered_after(pilot, "D", "#reason", "not this week")
         broker = app.runtime.broker
-        await select(pilot, app, first)
-        await pilot.press("D")
-        await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
-        await type_into(pilot, "#reason", "not this week")
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, BulkModal))
         await until(
             pilot, lambda: "2 more waiting requests match: deny them too?" in screen_text(app)
         )

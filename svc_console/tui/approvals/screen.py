@@ -189,6 +189,8 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
         if when_facts is not None:  # attached: a request's budgets arrive after its row
             self._unfacts = when_facts(lambda: self.call_later(self._read_afresh))
         self.queue.marks = self.marks
+        for table in self.query(PagedTable):
+            table.follow = self._follow_cursor
         self.reload()
         self.set_interval(TICK_S, self._tick, name="approvals-clock")
         self.app.theme_changed_signal.subscribe(self, self._restyle)
@@ -472,6 +474,12 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
 
     def action_cursor_up(self) -> None:
         self.table.action_cursor_up()
+
+    def _follow_cursor(self) -> None:
+        # The detail follows the operator's move in the same frame as the cursor, not a frame
+        # later when the table's RowHighlighted arrives (which then finds it shown already).
+        if self.table.selected_id != self.query_one(RequestDetail).shown_id:
+            self._show_selected()
 
     async def action_show_grants(self) -> None:
         await self.app.run_action("show_screen('grants')")

@@ -14,7 +14,7 @@ plain string as markup.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rich.text import Text
 from textual import events
@@ -55,6 +55,9 @@ class PagedTable(DataTable[Text]):
         self._let_go: set[str] = set()
         # Each column's natural width (its widest cell or label), measured as rows are shown.
         self._natural: dict[str, int] = {}
+        # Called at once after each of the operator's moves, before the table's RowHighlighted
+        # is handled: a detail that follows the selection is drawn in the cursor's frame.
+        self.follow: Callable[[], None] | None = None
 
     def on_mount(self) -> None:
         for key, label in self.COLUMNS:
@@ -181,35 +184,47 @@ class PagedTable(DataTable[Text]):
 
     def action_cursor_down(self) -> None:
         if self.choose():
+            self._moved()
             return
         if self.row_count and self.cursor_row >= self.row_count - 1:
             self.post_message(self.Edge(self, 1))
             return
         super().action_cursor_down()
+        self._moved()
 
     def action_cursor_up(self) -> None:
         if self.choose():
+            self._moved()
             return
         if self.row_count and self.cursor_row <= 0:
             self.post_message(self.Edge(self, -1))
             return
         super().action_cursor_up()
+        self._moved()
+
+    def _moved(self) -> None:
+        if self.follow is not None:
+            self.follow()
 
     def action_page_down(self) -> None:
         self.choose()
         super().action_page_down()
+        self._moved()
 
     def action_page_up(self) -> None:
         self.choose()
         super().action_page_up()
+        self._moved()
 
     def action_scroll_top(self) -> None:
         self.choose()
         super().action_scroll_top()
+        self._moved()
 
     def action_scroll_bottom(self) -> None:
         self.choose()
         super().action_scroll_bottom()
+        self._moved()
 
     def _on_click(self, event: events.Click) -> None:
         # A click selects the row clicked, whatever was lost before. Textual then runs the

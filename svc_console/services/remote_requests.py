@@ -43,9 +43,6 @@ def _request(listed: dict[str, Any]) -> SpendRequest:
 class RemoteRequests:
     """`RequestView`'s reads of the queue (and the paused agents), over the operator socket."""
 
-    url = None  # no database this console could open: the broker's alone
-    db = None
-
     def __init__(self, operator_socket: Path):
         self.path = operator_socket
         self._agent: Agent | None = None

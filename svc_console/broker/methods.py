@@ -61,10 +61,10 @@ from svc_console.broker.params import (
     SubmitParams,
     WaitParams,
 )
-from svc_console.broker.queue_pages import listed
 from svc_console.broker.reads import Reads
 from svc_console.broker.secret_refusal import refuse_secrets
 from svc_console.broker.service import Broker
+from svc_console.broker.shown_requests import listed, public
 from svc_console.core.models import SpendRequest
 
 PROTOCOL_VERSION = 2
@@ -463,9 +463,3 @@ TABLE: dict[str, Entry] = {
     "operators.check": Entry(Methods.check, OPERATOR),
     "operators.add": Entry(Methods.add_operator, OPERATOR),
 }
-
-
-def public(request: Any) -> dict[str, Any]:
-    # skill.md is for the operator's screen; agents fetch it themselves if they want it. Which
-    # process submitted is the console's evidence, not the agent's business.
-    return request.model_dump(mode="json", exclude={"skill", "submitter"})

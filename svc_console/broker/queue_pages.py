@@ -14,18 +14,10 @@ from pydantic import TypeAdapter
 
 from svc_console.broker.params import CountRead, GetRead, PositionRead, QueryParams, QueueRead
 from svc_console.broker.service import Broker
-from svc_console.core.models import SpendRequest
-from svc_console.core.shown_facts import facts_digest
+from svc_console.broker.shown_requests import listed
 from svc_console.ledger.request_windows import RequestQuery, states
 
 _READ: TypeAdapter[Any] = TypeAdapter(QueueRead)
-
-
-def listed(request: SpendRequest) -> dict[str, Any]:
-    """A request as the operator socket lists it: with the digest of its facts, for a decision
-    bound to them (`seen`); skill.md is the screen's to fetch, the submitter the ledger's."""
-    shown = request.model_dump(mode="json", exclude={"skill", "submitter"})
-    return {**shown, "digest": facts_digest(request)}
 
 
 def query_of(params: QueryParams) -> RequestQuery:

@@ -59,7 +59,11 @@ def run_install(args: argparse.Namespace) -> int:
     names = moves_of.listing(where.home)
     present = {path for path in where.wallet_files if path.exists()}
     moves = moves_of.moves_in(where, layout.home, names, present)
-    _refuse(program_problem(layout.program), *moves_of.problems(moves), _running(where))
+    _refuse(
+        program_problem(layout.program),
+        *moves_of.problems(moves),
+        _serving(where.home / "operator.sock", "a console is running for this home"),
+    )
     try:
         pwd.getpwnam(layout.user)
         user_exists = True
@@ -86,7 +90,11 @@ def run_uninstall(args: argparse.Namespace) -> int:
     moves = moves_of.moves_back(where, layout.home, moves_of.listing(layout.home))
     systemd = systemd_problem() is None
     # Without systemd nothing stops the broker for the move: none may be serving these files.
-    serving = None if systemd else _serving(layout.operator_socket)
+    serving = (
+        None
+        if systemd
+        else _serving(layout.operator_socket, f"a broker answers on {layout.operator_socket}")
+    )
     _refuse(*moves_of.problems(moves), serving)
     steps = uninstall_plan(layout, operator, moves, systemd=systemd)
     if _carried_out(args, steps, layout, operator, None):
@@ -169,19 +177,12 @@ def _operator(args: argparse.Namespace) -> tuple[Any, Any]:
     return Operator(entry.pw_name, entry.pw_uid, entry.pw_gid, group), where
 
 
-def _serving(operator_socket: Path) -> str | None:
+def _serving(operator_socket: Path, who: str) -> str | None:
+    """`who` answers on `operator_socket`: stop it first. None when no broker does."""
     from svc_console.services.broker_probe import running_broker
 
     if running_broker(operator_socket) is not None:
-        return f"a broker answers on {operator_socket}: stop it first"
-    return None
-
-
-def _running(where: Any) -> str | None:
-    from svc_console.services.broker_probe import running_broker
-
-    if running_broker(where.home / "operator.sock") is not None:
-        return "a console is running for this home: stop it first"
+        return f"{who}: stop it first"
     return None
 
 

@@ -33,12 +33,12 @@ from svc_console.ledger import pauses
 from svc_console.ledger.readers import open_reader
 from svc_console.ledger.request_reads import RequestView
 from svc_console.policy.budget_view import BudgetLine
+from svc_console.services.broker_probe import CLIENT
 from svc_console.services.remote_requests import RemoteRequests
 
 log = logging.getLogger(__name__)
 
 Listener = Callable[[SpendRequest], None]
-CLIENT = "svc-console"  # as the CLI says in hello: the console's own client
 
 
 class Service:

@@ -19,10 +19,9 @@ from svc_console.core.models import SpendRequest
 from svc_console.core.states import State
 from svc_console.ledger.pauses import Pause
 from svc_console.ledger.request_windows import RequestQuery, states
+from svc_console.services.broker_probe import CLIENT
 
 log = logging.getLogger(__name__)
-
-CLIENT = "svc-console"  # as the CLI says in hello: the console's own client
 
 
 def _query(query: RequestQuery) -> dict[str, Any]:

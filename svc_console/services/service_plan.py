@@ -87,12 +87,14 @@ def uninstall_plan(
     back all the same (`service uninstall` first checks that no broker serves them)."""
     home = layout.home
     unit = layout.unit_path
-    steps = [
-        Step("stop", f"systemctl disable --now {unit.name}"),
-        Step("remove", f"remove {unit}, then systemctl daemon-reload"),
-    ]
-    if not systemd:
-        steps = [Step("remove", f"remove {unit} (systemd is not running: nothing to stop)")]
+    steps = (
+        [
+            Step("stop", f"systemctl disable --now {unit.name}"),
+            Step("remove", f"remove {unit}, then systemctl daemon-reload"),
+        ]
+        if systemd
+        else [Step("remove", f"remove {unit} (systemd is not running: nothing to stop)")]
+    )
     steps += [
         Step(
             "unsettings",

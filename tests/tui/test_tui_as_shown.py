@@ -254,16 +254,22 @@ async def test_the_dialog_is_always_about_the_request_the_detail_shows(console, 
         assert len(decided_here(app)) == 2 and you.checks > 20
 
 
+async def two_twins_the_first_shown(pilot: Pilot[Any]) -> tuple[str, str, Operator]:
+    """Two twins waiting, the first in the detail; their ids, and the operator at the keys."""
+    app = pilot.app
+    await started(pilot)
+    first, second = await submit_twin(app), await submit_twin(app)
+    await rows(pilot, 2)
+    await until(pilot, lambda: shown(app) is not None and shown(app).id == first)
+    return first, second, Operator(pilot)
+
+
 async def test_keys_that_arrive_together_decide_the_request_the_move_showed(console):
     """A move draws the detail at once: `a` arriving with `j` approves the request `j`
     selected, which the detail showed when `a` was handled, and no other."""
     app = console()
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        await started(pilot)
-        first, second = await submit_twin(app), await submit_twin(app)
-        await rows(pilot, 2)
-        await until(pilot, lambda: shown(app) is not None and shown(app).id == first)
-        you = Operator(pilot)
+        first, second, you = await two_twins_the_first_shown(pilot)
         await you.together("j", "a")
         await until(pilot, lambda: decided_here(app) == [(second, True, None)])
         assert app.runtime.broker.get(first).state == State.pending
@@ -275,11 +281,7 @@ async def test_keys_that_arrive_together_approve_nothing_unseen(console):
     row."""
     app = console()
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        await started(pilot)
-        first, second = await submit_twin(app), await submit_twin(app)
-        await rows(pilot, 2)
-        await until(pilot, lambda: shown(app) is not None and shown(app).id == first)
-        you = Operator(pilot)
+        first, second, you = await two_twins_the_first_shown(pilot)
         lagging(app)
         await you.together("j", "a")
         await until(

@@ -299,9 +299,8 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
-        # A reload has already shown the request its cursor landed on: draw the detail once.
-        if self.table.selected_id != self.query_one(RequestDetail).shown_id:
-            self._show_selected()
+        # A reload or the move itself has already shown the request the cursor landed on.
+        self._follow_cursor()
 
     def on_paged_table_edge(self, event: PagedTable.Edge) -> None:
         event.stop()
@@ -476,8 +475,9 @@ class ApprovalsScreen(Deciding, DetailKeys, ResumeKey, DemoTraffic, Screen[None]
         self.table.action_cursor_up()
 
     def _follow_cursor(self) -> None:
-        # The detail follows the operator's move in the same frame as the cursor, not a frame
-        # later when the table's RowHighlighted arrives (which then finds it shown already).
+        # The detail follows the operator's move in the same frame as the cursor (the table
+        # calls this as it moves), not a frame later when its RowHighlighted arrives (which
+        # then finds it shown already); drawn once either way.
         if self.table.selected_id != self.query_one(RequestDetail).shown_id:
             self._show_selected()
 

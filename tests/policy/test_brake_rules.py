@@ -76,6 +76,18 @@ def test_the_same_inputs_are_the_same_call_whatever_the_key_order_or_spacing():
     assert canonical_digest({"n": 1}) != canonical_digest({"n": "1"})
 
 
+def test_inputs_past_what_orjson_writes_are_keyed_by_json_and_stay_apart():
+    """An integer past 64 bits is written by the json fallback: the same value is the same
+    call in any key order, and a neighbouring value, or the same digits as text, is another."""
+    huge = 2**70
+    one = json.loads(f'{{"n": {huge}, "query": "solar"}}')
+    other = json.loads(f'{{"query": "solar", "n": {huge}}}')
+    assert canonical_digest(one) == canonical_digest(other)
+    assert canonical_digest(one) != canonical_digest({**one, "n": huge + 1})
+    assert canonical_digest({"n": huge}) != canonical_digest({"n": str(huge)})
+    assert canonical_digest({"n": huge}) != canonical_digest({"n": float(huge)})
+
+
 def test_a_count_leaves_its_window_late_never_early():
     counts = SlidingCount(600)  # cells of 10 s
     counts.add("a", NOW + 3)

@@ -39,7 +39,7 @@ from hosts import BrokerHost
 
 from svc_console.agent import Agent, _encode
 
-TARGET = Target({"median": 5.0, "p99": 20.0})
+TARGET = Target({"median": 1.0, "p99": 5.0})
 SAMPLES_PER_ROUND = 100
 WARMUP = 20
 ENDPOINT = "ep_websearch_basic"

@@ -37,10 +37,9 @@ SVC_CONSOLE = str(Path(sys.executable).with_name("svc-console"))
 HELP_TARGET = Target({"median": 150.0})
 QUIT_TARGET = Target({"median": 300.0})
 SERVE_STOP_TARGET = Target({"median": 1000.0})
-PAINT_TARGET = Target({"median": 300.0})
-FRAME_TARGET = Target({"median": 600.0})
-# Nothing asked of it beyond the screen with its rows; bounded so that a regression shows.
-READY_TARGET = Target({"median": 1500.0})
+PAINT_TARGET = Target({"median": 250.0})
+FRAME_TARGET = Target({"median": 400.0})
+READY_TARGET = Target({"median": 1000.0})
 ROWS, COLUMNS = 40, 120
 # What the approvals screen's first frame shows: the banner it docks (sandbox) and its queue.
 CONSOLE_MARKER = "SANDBOX"

@@ -81,13 +81,10 @@ def plain_link(prev_hash: str, payload: str) -> str:
     return hashlib.sha256((prev_hash + payload).encode()).hexdigest()
 
 
-def event_payload(at: float, request_id: str | None, kind: str, data: dict[str, Any]) -> str:
-    return dumps({"at": at, "request_id": request_id, "type": kind, "data": data})
-
-
 def stored_payload(at: object, request_id: object, kind: object, data: str) -> str:
-    """`event_payload` rebuilt from a stored row: `data` is the stored column, which is exactly
-    the nested object's canonical JSON, so it is spliced in as it is: any edit of it shows."""
+    """What an event's link covers: the canonical JSON of its `at`, `request_id`, `type` and
+    `data`, with `data` (the stored column, exactly the nested object's canonical JSON) spliced
+    in as it is: any edit of it shows, and the writer serialises its data once, not twice."""
     request = "null" if request_id is None else _string(request_id)
     number = repr(at)
     if "n" in number:  # inf and nan, which JSON spells Infinity and NaN
@@ -204,11 +201,12 @@ class Chain:
         seq, previous = self.seq, self.hash
         rows = []
         for request_id, kind, data, at in events:
-            digest = link(self.key, previous, event_payload(at, request_id, kind, data))
+            text = dumps(data)
+            digest = link(self.key, previous, stored_payload(at, request_id, kind, text))
             # The seq is the chain's own count, not the engine's: a sequence on PostgreSQL
             # would leave a gap after a transaction rolled back, and a gap reads as cut events.
             seq += 1
-            rows.append((seq, at, request_id, kind, dumps(data), previous, digest))
+            rows.append((seq, at, request_id, kind, text, previous, digest))
             previous = digest
         # In one go: on PostgreSQL, one round trip for the lot (psycopg pipelines executemany).
         conn.executemany(

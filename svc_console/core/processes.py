@@ -33,8 +33,9 @@ def process(pid: int) -> Process | None:
     if pid <= 0:
         return None
     try:
-        stat = (PROC / str(pid) / "stat").read_text()
-        uid = os.stat(PROC / str(pid)).st_uid
+        # The file's owner is its process's, as the folder's: one open, read on every submit.
+        with open(f"{PROC}/{pid}/stat") as file:
+            stat, uid = file.read(), os.fstat(file.fileno()).st_uid
     except (OSError, ValueError):
         return None
     # The name sits in parentheses and may itself hold spaces and ')': split at the last one.

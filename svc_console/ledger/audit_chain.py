@@ -101,11 +101,12 @@ def payloads(at: object, request_id: object, kind: object, data: str) -> Iterato
 
 
 def row_digest(names: Sequence[str], values: Sequence[Any], only: Iterable[str] | None) -> str:
-    row = dict(zip(names, values, strict=True))
-    wanted = row.keys() if only is None else only
-    return hashlib.sha256(
-        dumps({name: row[name] for name in wanted if row.get(name) is not None}).encode()
-    ).hexdigest()[:32]
+    if only is None:  # every column: one pass (the keys are sorted when dumped)
+        row = {name: value for name, value in zip(names, values, strict=True) if value is not None}
+    else:
+        every = dict(zip(names, values, strict=True))
+        row = {name: every[name] for name in only if every.get(name) is not None}
+    return hashlib.sha256(dumps(row).encode()).hexdigest()[:32]
 
 
 def seal_key(table: str, key: Any) -> str:

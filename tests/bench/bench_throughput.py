@@ -148,12 +148,7 @@ def run(runs: int) -> list[BenchResult]:
             unit="req/s",
             figures=Figures.of([load.rate for load in loads]),
             target=TARGET,
-            baseline=Baseline(
-                f"the same {AGENTS * EACH:,} requests from one agent",
-                Figures.of([load.rate for load, _ in one]),
-            )
-            if one
-            else None,
+            baseline=_from_one_agent(one, "rate"),
             conditions={"none lost": lost == 0},
             context={
                 "policy": engine,
@@ -176,12 +171,7 @@ def run(runs: int) -> list[BenchResult]:
             unit="ms",
             figures=Figures.of([load.cpu_ms for load in loads]),
             target=CPU_TARGET,
-            baseline=Baseline(
-                f"the same {AGENTS * EACH:,} requests from one agent",
-                Figures.of([load.cpu_ms for load, _ in one]),
-            )
-            if one
-            else None,
+            baseline=_from_one_agent(one, "cpu_ms"),
             conditions={"none lost": lost == 0},
             context={"policy": engine, "requests_per_run": AGENTS * EACH},
             note="the broker process's CPU time from go to the last decision, by decisions",
@@ -190,6 +180,14 @@ def run(runs: int) -> list[BenchResult]:
     if limit is None:
         return rows
     return [*rows, limit, *_growth(policy, runs, limit)]
+
+
+def _from_one_agent(one: list[tuple[Load, str]], figure: str) -> Baseline | None:
+    """The baseline of the 200 agents' rows: the same requests from one agent, same run."""
+    if not one:
+        return None
+    figures = Figures.of([getattr(load, figure) for load, _ in one])
+    return Baseline(f"the same {AGENTS * EACH:,} requests from one agent", figures)
 
 
 def _cpu_note(loads: list[Load]) -> str:

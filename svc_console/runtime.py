@@ -158,9 +158,7 @@ class Runtime:
             await self.stop()
             raise
         log.info("broker started; socket %s; service %s", self.paths.socket, self.market.base_url)
-        # What start-up built (modules, the policy, the clients) lives as long as the broker:
-        # kept out of the collector, whose full collections under load then scan only what
-        # the requests made since, not a hundred thousand objects that never die.
+        # Start-up's lifelong objects (a hundred thousand) kept out of full collections under load.
         gc.freeze()
         return self.broker
 
@@ -396,8 +394,7 @@ class Runtime:
         if self.service is not None:
             return self.service.base_url, self.service.api_key
         if self._sandbox_address is not None:
-            # Where the clients were pointed at the start: a sandbox stopped since is then an
-            # unreachable service, as a real one would be.
+            # Where the clients pointed at the start: a sandbox stopped since is then unreachable.
             return self._sandbox_address
         if self.sandbox is None:
             raise RuntimeError("the console is not started")

@@ -142,9 +142,10 @@ def run(runs: int) -> list[BenchResult]:
     engine = many[0][1]
     lost = sum(load.lost for load in loads + [load for load, _ in one])
     under = _limits_note(loads, limit)
+    profiled = " (profiled)" if profile else ""
     rows = [
         BenchResult(
-            name=f"throughput, {AGENTS} agents" + (" (profiled)" if profile else ""),
+            name=f"throughput, {AGENTS} agents{profiled}",
             unit="req/s",
             figures=Figures.of([load.rate for load in loads]),
             target=TARGET,
@@ -167,7 +168,7 @@ def run(runs: int) -> list[BenchResult]:
             note=f"policy: {engine}; {_cpu_note(loads)}; {under}",
         ),
         BenchResult(
-            name=f"broker CPU per decision, {AGENTS} agents" + (" (profiled)" if profile else ""),
+            name=f"broker CPU per decision, {AGENTS} agents{profiled}",
             unit="ms",
             figures=Figures.of([load.cpu_ms for load in loads]),
             target=CPU_TARGET,

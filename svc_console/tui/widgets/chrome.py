@@ -63,6 +63,9 @@ class ConsoleFooter(Footer):
 
     def compose(self) -> ComposeResult:
         keys = list(super().compose())
+        for key in keys:
+            if isinstance(key, FooterKey):
+                _styled_as_it_will_end(key, self.compact)
         if self.app.size.width < NARROW_FOOTER:
             keys = list(_kept_first(keys))
         yield from keys
@@ -79,6 +82,16 @@ class ConsoleFooter(Footer):
         if self._narrow is not None and narrow != self._narrow:
             self.call_after_refresh(self.recompose)
         self._narrow = narrow
+
+
+def _styled_as_it_will_end(key: FooterKey, footer_compact: bool) -> None:
+    """Textual makes a key compact and then binds it to its footer's style: two restyles of
+    every key each time the footer is rebuilt, which is at every focus change and was a third
+    of the console's start. Given the style it ends with before it is mounted (the footer's, or
+    compact for the command palette's key, which Textual does not bind), it is styled once."""
+    compact = footer_compact or key.has_class("-command-palette")
+    key.set_reactive(FooterKey.compact, compact)
+    key.set_class(compact, "-compact", update=False)
 
 
 def _kept_first(keys: list[Widget]) -> Iterator[Widget]:

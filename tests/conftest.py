@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from helpers import FakeClock
+from textual import _wait
 from postgres import ENGINES, RUNTIME_ENGINE, engines_of, url_for
 
 from svc_console.broker import BrokerConfig
@@ -31,6 +32,14 @@ with open("/proc/self/comm", "w") as comm:
 _OWN_FOLDERS = Path(tempfile.mkdtemp(prefix="svc-tests-"))
 for _variable in ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
     os.environ[_variable] = str(_OWN_FOLDERS / _variable.lower())
+
+
+# Textual's pilot, after every key and pause, waits for the process to look idle: it samples
+# the CPU time every 20 ms until one sample took under 1 ms. That is at least 40 ms a key, and was
+# two thirds of the sign-in tests' time. Sampled every 5 ms, against the same 1 ms, the quiet
+# after a key is seen within a few milliseconds. Tests never rely on the pause outlasting work:
+# they wait for the state they assert (`until`).
+_wait.SLEEP_GRANULARITY = 0.005
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -96,16 +96,24 @@ async def until(pilot: Pilot[Any], predicate: Callable[[], Any], timeout: float 
     await pilot.pause()
 
 
+def _announcers(app: ConsoleApp) -> list[Any]:
+    stacks = app._screen_stacks.values()
+    return [s.announcer for stack in stacks for s in stack if isinstance(s, ApprovalsScreen)]
+
+
 def announcements_made(app: ConsoleApp) -> bool:
     """No arrival or departure is still being gathered into a notification."""
-    stacks = app._screen_stacks.values()
-    screens = [s for stack in stacks for s in stack if isinstance(s, ApprovalsScreen)]
-    return all(screen.announcer.quiet for screen in screens)
+    return all(announcer.quiet for announcer in _announcers(app))
 
 
 async def clear_notices(pilot: Pilot[Any]) -> None:
     """Clear the notifications once every announcement gathered so far is made, so none comes
-    after (a screenshot must not catch one late)."""
+    after (a screenshot must not catch one late). What is still being gathered is announced
+    at once: waiting for its timer (up to `SPACING_S`) would be the test's longest wait."""
+    for announcer in _announcers(pilot.app):
+        if announcer._timer is not None:
+            announcer._timer.stop()
+            announcer._announce()
     await until(pilot, lambda: announcements_made(pilot.app))
     pilot.app.clear_notifications()
 

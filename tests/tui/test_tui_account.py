@@ -366,7 +366,7 @@ async def test_fields_are_checked_before_anything_is_sent(
         await pilot.press("escape", "c")
         await type_text(pilot, EMAIL)
         await pilot.press("enter")  # on to the username
-        assert app.focused is app.screen.query_one("#connect-username", Input)
+        await until(pilot, lambda: app.focused is app.screen.query_one("#connect-username", Input))
         await pilot.press("enter")
         assert "Choose a username" in status(page.form("connect"))
         assert not list(outbox(sandbox).folder.glob("*.eml"))
@@ -381,11 +381,11 @@ async def test_l_and_c_go_to_the_forms_and_escape_leaves_them(console: Callable[
         await started(pilot)
         await open_account(pilot)
         await pilot.press("l")
-        assert app.focused is app.screen.query_one("#login-email", Input)
+        await until(pilot, lambda: app.focused is app.screen.query_one("#login-email", Input))
         await pilot.press("escape")
-        assert app.focused is None
+        await until(pilot, lambda: app.focused is None)
         await pilot.press("c")
-        assert app.focused is app.screen.query_one("#connect-email", Input)
+        await until(pilot, lambda: app.focused is app.screen.query_one("#connect-email", Input))
 
 
 async def test_escape_cancels_a_flow_waiting_for_its_code(

@@ -271,18 +271,19 @@ async def test_deny_needs_a_reason(console: Callable[..., ConsoleApp]):
             await rows(pilot, 1)
 
             await pilot.press("d")
-            assert isinstance(app.screen, DenyReasonModal)
+            await until(pilot, lambda: isinstance(app.screen, DenyReasonModal))
             await pilot.press("enter")
-            error = app.screen.query_one("#dialog-error", Static)
-            assert error.has_class("-shown") and "A reason is required" in screen_text(app)
+            await until(pilot, lambda: "A reason is required" in screen_text(app))
+            assert app.screen.query_one("#dialog-error", Static).has_class("-shown")
             assert isinstance(app.screen, DenyReasonModal)
             assert broker.get(request_id).state == State.pending
 
             await pilot.press("escape")
-            assert isinstance(app.screen, ApprovalsScreen)
+            await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
             assert broker.get(request_id).state == State.pending
 
             await pilot.press("d")
+            await until(pilot, lambda: isinstance(app.screen, DenyReasonModal))
             await type_text(pilot, "not needed this week")
             await pilot.press("enter")
             done = await agent.wait_for_outcome(request_id, timeout_s=10)
@@ -305,10 +306,10 @@ async def test_typed_confirmation(console: Callable[..., ConsoleApp]):
             await until(pilot, lambda: "type 0.01 to confirm" in " ".join(detail.text.split()))
 
             await pilot.press("a")
-            assert isinstance(app.screen, ConfirmAmountModal)
+            await until(pilot, lambda: isinstance(app.screen, ConfirmAmountModal))
             await type_text(pilot, "0.02")
             await pilot.press("enter")
-            assert "0.02 is not the amount" in screen_text(app)
+            await until(pilot, lambda: "0.02 is not the amount" in screen_text(app))
             assert isinstance(app.screen, ConfirmAmountModal)
             assert broker.get(request_id).state == State.pending
 
@@ -503,7 +504,7 @@ async def test_filter_by_words_risk_and_verdict(
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await rows(pilot, 30)
         await pilot.press("slash")
-        assert app.screen.query_one("#filter").has_focus
+        await until(pilot, lambda: app.screen.query_one("#filter").has_focus)
         await type_text(pilot, "zulu")
         await until(pilot, lambda: queue(app).row_count == 4)  # requests 4, 11, 18, 25
         assert all(r.agent == "zulu-bot" for r in queue(app).requests.values())
@@ -515,7 +516,7 @@ async def test_filter_by_words_risk_and_verdict(
         await type_text(pilot, "risk:high")
         await until(pilot, lambda: queue(app).row_count == 1)  # 25: the only multiple of five
         await pilot.press("enter")
-        assert queue(app).has_focus and "zulu risk:high" in screen_text(app)
+        await until(pilot, lambda: queue(app).has_focus and "zulu risk:high" in screen_text(app))
 
         await pilot.press("escape")
         await rows(pilot, 30)

@@ -313,14 +313,14 @@ async def test_e_escape_v_t_c_and_the_views(
         assert page.focused is None  # number keys still change screens
 
         await pilot.press("e")
-        assert page.focused is editor(app)
+        await until(pilot, lambda: page.focused is editor(app))
         await pilot.press("x")  # typed, not a command
         assert editor(app).text == "x" + GOOD
         await pilot.press("escape")
-        assert page.focused is None
+        await until(pilot, lambda: page.focused is None)
 
         await pilot.press("v")
-        assert page.view == "diff" and "+x# SKILLS.md" in screen_text(app)
+        await until(pilot, lambda: page.view == "diff" and "+x# SKILLS.md" in screen_text(app))
         await pilot.press("escape")
         assert page.view == "editor"
 
@@ -335,7 +335,7 @@ async def test_e_escape_v_t_c_and_the_views(
         )
 
         await pilot.press("e")
-        assert page.view == "editor" and page.focused is editor(app)
+        await until(pilot, lambda: page.view == "editor" and page.focused is editor(app))
 
 
 async def test_enter_on_an_error_and_f8_jump_to_its_line(
@@ -349,9 +349,9 @@ async def test_enter_on_an_error_and_f8_jump_to_its_line(
         assert errors.display and len(errors.errors) == 1
         assert str(errors.errors[0]).startswith("SKILLS.md:8:")
         await pilot.press("e", "escape")  # leaving the editor goes to the errors
-        assert page.focused is errors
+        await until(pilot, lambda: page.focused is errors)
         await pilot.press("enter")
-        assert page.focused is editor(app)
+        await until(pilot, lambda: page.focused is editor(app))
         assert editor(app).cursor_location[0] == 7
         await pilot.press("up", "up", "up", "f8")
         assert editor(app).cursor_location[0] == 7

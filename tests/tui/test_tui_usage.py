@@ -273,7 +273,7 @@ async def test_filter_dialog(console: Callable[..., ConsoleApp], paths: Paths):
         assert agent in [v for _, v in dialog.query_one("#agent", Select)._options]
         await pilot.press(*"yesterday")
         await pilot.press("enter")
-        assert "is not a time" in screen_text(app)
+        await until(pilot, lambda: "is not a time" in screen_text(app))
         assert isinstance(app.screen, UsageFilterDialog)
 
         dialog.query_one("#since", Input).value = ""

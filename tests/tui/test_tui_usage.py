@@ -190,7 +190,7 @@ async def test_moving_and_paging_show_the_ledgers_rows(
         assert table.cursor == 2 and table.selected.id == newest_first[2].id
         await pilot.press("k")
         assert table.selected.id == newest_first[1].id
-        assert newest_first[1].id in screen_text(app)  # the detail names it
+        await until(pilot, lambda: newest_first[1].id in screen_text(app))  # the detail names it
 
         page = table.page
         for n in range(1, 6):

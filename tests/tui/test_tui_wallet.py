@@ -356,7 +356,7 @@ async def test_escape_stops_waiting_and_f_starts_again(
         await checkout_started(pilot)
         await pilot.press("escape")
         assert page.flow.stopped and not page.flow.running
-        assert "stopped waiting" in screen_text(app)
+        await until(pilot, lambda: "stopped waiting" in screen_text(app))
         # Funds arriving now retry nothing: the operator stopped watching.
         sandbox.state.set_balance("1")
         await until(pilot, lambda: not watching_for_funds(app))

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from helpers import FakeClock
-from textual import _wait
 from postgres import ENGINES, RUNTIME_ENGINE, engines_of, url_for
+from textual import _wait
 
 from svc_console.broker import BrokerConfig
 from svc_console.config.paths import Paths

@@ -58,11 +58,19 @@ async def spawn(*args: str, operator: bool = True) -> asyncio.subprocess.Process
     terminal = PassphraseTerminal() if operator else None
     if terminal is not None:
         TERMINALS[-1].append(terminal)
+
+    def preexec() -> None:
+        # Ctrl-C as at a shell: a disposition left ignored in this worker by an earlier test
+        # would be inherited, and the command would never see the SIGINT sent to it.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if terminal is not None:
+            terminal.preexec()
+
     return await asyncio.create_subprocess_exec(
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        preexec_fn=terminal.preexec if terminal is not None else None,
+        preexec_fn=preexec,
     )
 
 

@@ -87,8 +87,9 @@ class ConsoleFooter(Footer):
 def _styled_as_it_will_end(key: FooterKey, footer_compact: bool) -> None:
     """Textual makes a key compact and then binds it to its footer's style: two restyles of
     every key each time the footer is rebuilt, which is at every focus change (about 0.1 s of
-    CPU in each start of the console, measured in the tests' harness). Given the style it ends with before it is mounted (the footer's, or
-    compact for the command palette's key, which Textual does not bind), it is styled once."""
+    CPU in each start of the console, measured in the tests' harness). Given the style it ends
+    with before it is mounted (the footer's, or compact for the command palette's key, which
+    Textual does not bind), it is styled once."""
     compact = footer_compact or key.has_class("-command-palette")
     key.set_reactive(FooterKey.compact, compact)
     key.set_class(compact, "-compact", update=False)

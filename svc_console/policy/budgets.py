@@ -28,6 +28,7 @@ WINDOW_NAMES = tuple(WINDOWS)  # hour, day, week, month
 WINDOW_INDEX = {name: index for index, name in enumerate(WINDOW_NAMES)}
 _SECONDS = WINDOW_SECONDS = tuple(WINDOWS.values())
 LONGEST = _SECONDS[-1]
+_NEVER = float("inf")
 # The grains (seconds) of the cells, and the windows that count each: minutes for the hour and
 # the day, hours for the week, days for the month. The last window of each grain is the longest.
 GRAINS: tuple[tuple[int, tuple[int, ...]], ...] = ((60, (0, 1)), (3600, (2,)), (86_400, (3,)))
@@ -44,18 +45,34 @@ def stamp(slot: int, grain: int) -> int:
 
 
 class _Bucket:
-    __slots__ = ("cells", "queues", "sums")
+    __slots__ = ("cells", "due", "queues", "sums")
 
     def __init__(self) -> None:
         self.cells: tuple[dict[int, list[int]], ...] = tuple({} for _ in GRAINS)
         self.queues: tuple[deque[tuple[int, list[int]]], ...] = tuple(deque() for _ in _SECONDS)
         self.sums = [0] * len(_SECONDS)
+        # When the first cell leaves any window (never sooner): until then every sum is current,
+        # so a reader of several windows checks one time instead of each window's queue.
+        self.due = _NEVER
 
     def total(self, index: int, now: float) -> int:
         self.expire(index, now)
         return self.sums[index]
 
+    def current(self, now: float) -> list[int]:
+        """Every window's sum at `now` (the list itself: read it before anything is added)."""
+        if now >= self.due:
+            for index in range(len(_SECONDS)):
+                self._drop(index, now)
+            self._reschedule()
+        return self.sums
+
     def expire(self, index: int, now: float) -> None:
+        if now >= self.due:
+            self._drop(index, now)
+            self._reschedule()
+
+    def _drop(self, index: int, now: float) -> None:
         queue, cutoff = self.queues[index], now - _SECONDS[index]
         forget = _FORGETS.get(index)
         while queue and queue[0][0] <= cutoff:
@@ -63,6 +80,16 @@ class _Bucket:
             self.sums[index] -= cell[0]
             if forget is not None:
                 self.cells[forget].pop(at, None)
+
+    def _reschedule(self) -> None:
+        self.due = min(
+            (
+                queue[0][0] + seconds
+                for queue, seconds in zip(self.queues, _SECONDS, strict=True)
+                if queue
+            ),
+            default=_NEVER,
+        )
 
     def add(self, slot: int, delta: int, now: float) -> None:
         """Count `delta` at minute `slot`: in its minute, its hour and its day."""
@@ -85,6 +112,7 @@ class _Bucket:
             if at > now - _SECONDS[index]:
                 if fresh:
                     _insert(self.queues[index], at, cell)
+                    self.due = min(self.due, at + _SECONDS[index])
                 self.sums[index] += delta
 
 
@@ -155,4 +183,5 @@ class RollingTotals:
                 if at > cutoffs[index]:
                     if fresh:
                         _insert(found.queues[index], at, cell)
+                        found.due = min(found.due, at + _SECONDS[index])
                     found.sums[index] += amount

@@ -20,8 +20,15 @@ from svc_console.core.money import format_usdc, to_atomic
 from svc_console.policy import hotpath
 from svc_console.policy import hours as time_windows
 from svc_console.policy.brakes import Brakes
-from svc_console.policy.budgets import RollingTotals
-from svc_console.policy.checks import AutoRule, BudgetCheck, Cite, group_budgets, list_checks
+from svc_console.policy.budgets import WINDOW_NAMES, RollingTotals
+from svc_console.policy.checks import (
+    AutoRule,
+    BudgetCheck,
+    BudgetGroup,
+    Cite,
+    group_budgets,
+    list_checks,
+)
 from svc_console.policy.facts import Facts
 from svc_console.policy.grants import GrantBook
 from svc_console.policy.loader import LoadedPolicy
@@ -29,21 +36,36 @@ from svc_console.policy.matchers import KNOWN_MAX, MISSING, InputScanner
 from svc_console.policy.rules import SECRET_NAMES
 
 _COMPUTE = {"breed_agent": "svc_breed_agent", "merge_models": "merge_models"}
+WINDOWS = len(WINDOW_NAMES)
 _REQUIRE_KEYS = ("verified", "min_quality", "min_reliability", "authenticated_agent")
 
 
 class Evaluation:
     """What the policy found: the outcome, each rule that decided or warned, and the budgets the
-    request counts in as (check, key, before, after) in atomic USDC."""
+    request counts in (`figures()`)."""
 
-    __slots__ = ("citations", "impacts", "outcome", "rule", "tally")
+    __slots__ = ("amount", "citations", "impacts", "outcome", "reads", "rule", "tally")
 
-    def __init__(self) -> None:
+    def __init__(self, amount: int = 0) -> None:
+        self.amount = amount  # atomic USDC: what the request counts as in each budget
         self.outcome = "ask"  # or deny, auto_approve
         self.citations: list[Cite] = []
+        # Each budget group the request counts in: (group, key, its windows' sums before it).
+        self.reads: list[tuple[BudgetGroup, str, list[int]]] = []
+        # The approving rule's own budgets, as (check, key, before, after).
         self.impacts: list[tuple] = []
         self.rule: str | None = None  # the auto-approve rule that approved
         self.tally: Any = ([], None)  # what the request counts in (the brakes' counts)
+
+    def figures(self) -> list[tuple]:
+        """Every budget the request counts in, as (check, key, before, after) in atomic USDC:
+        the policy's budgets, then the approving rule's."""
+        amount = self.amount
+        return [
+            (check, key, sums[window], sums[window] + amount)
+            for group, key, sums in self.reads
+            for check, window, _warn, _most in group.limits
+        ] + self.impacts
 
 
 class CompiledPolicy:
@@ -139,13 +161,13 @@ class CompiledPolicy:
         an operator's approval of one already queued; `paused`: why the agent is paused, if it
         is (its requests wait for the operator, whatever an auto-approve rule says); `grants`:
         the operator's standing decisions, tried before the auto-approve rules."""
-        result = Evaluation()
-        cites, impacts = result.citations, result.impacts
+        result = Evaluation(facts.amount)
+        cites = result.citations
         self._lists(facts, cites)
         self._deny_checks(facts, now, cites)
         if now < totals.now:
             now = totals.now  # totals never run backwards, even if the wall clock does
-        self._budgets(facts, totals, now, cites, impacts)
+        self._budgets(facts, totals, now, cites, result.reads)
         if brakes:
             result.tally = self.brakes.check(facts, totals, now, cites)
         if paused is not None:
@@ -185,7 +207,7 @@ class CompiledPolicy:
                 cites.append(Cite("note", rule.name, why, rule.where))
                 return result
             result.outcome, result.rule = "auto_approve", rule.name
-            impacts += measured
+            result.impacts += measured
             cites.append(
                 Cite("auto_approve", rule.name, "its conditions and budgets hold", rule.where)
             )
@@ -250,9 +272,9 @@ class CompiledPolicy:
                     self._cite_list("allow", key, value, found, None, cites)
 
     def _budget_checks(
-        self, facts: Facts, totals: RollingTotals, now: float, cites: list, impacts: list
+        self, facts: Facts, totals: RollingTotals, now: float, cites: list, reads: list
     ) -> None:
-        """Each budget's figures, and a citation past its warn level or hard stop (interpreted;
+        """Each budget group's sums, and a citation of each limit passed (interpreted;
         `hotpath.budget_checks` writes this out)."""
         amount = facts.amount
         for group in self._budget_groups:
@@ -260,19 +282,23 @@ class CompiledPolicy:
             if key is None:
                 continue
             bucket = totals.bucket((group.scope, key))
-            for budget, window, warn, most in group.limits:
-                before = bucket.total(window, now) if bucket is not None else 0
-                impact = (budget, key, before, before + amount)
-                impacts.append(impact)
-                if most is not None and before + amount > most:
-                    cites.append(self._budget_cite("deny", impact, most))
-                elif warn is not None and before + amount > warn:
-                    cites.append(self._budget_cite("warn", impact, warn))
+            sums = [bucket.total(w, now) if bucket is not None else 0 for w in range(WINDOWS)]
+            reads.append((group, key, sums))
+            for check, window, warn, most in group.limits:
+                before = sums[window]
+                if (most is not None and before + amount > most) or (
+                    warn is not None and before + amount > warn
+                ):
+                    self._limit_cite(check, key, before, amount, cites)
 
     @staticmethod
-    def _budget_cite(effect: str, impact: tuple, limit: int) -> Cite:
-        what = "would pass its hard stop" if effect == "deny" else "passes its warn level"
-        return _budget_cite(effect, impact, what, limit)
+    def _limit_cite(check: BudgetCheck, key: str, before: int, amount: int, cites: list) -> None:
+        """The citation of a budget the request would pass: its hard stop, or its warn level."""
+        impact = (check, key, before, before + amount)
+        if check.max is not None and before + amount > check.max:
+            cites.append(_budget_cite("deny", impact, "would pass its hard stop", check.max))
+        elif check.warn is not None:
+            cites.append(_budget_cite("warn", impact, "passes its warn level", check.warn))
 
     def _deny_checks(self, facts: Facts, now: float, cites: list[Cite]) -> None:
         """The checks that are not lists: compute tools, provider quality, the per-call cap,

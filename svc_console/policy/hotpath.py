@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from svc_console.policy.budgets import WINDOW_SECONDS, _Bucket
+from svc_console.policy.budgets import _Bucket
 from svc_console.policy.matchers import MISSING
 
 _EMPTY = _Bucket()  # a bucket nobody has spent in: empty queues, zero sums (never written)
@@ -61,14 +61,15 @@ def list_checks(policy: Any) -> Callable[[Any, list], None]:
 
 
 def budget_checks(policy: Any) -> Callable[[Any, Any, float, list, list], None]:
-    """`check(facts, totals, now, cites, impacts)`: each budget's figures and citations, as
-    `_budget_checks` (with `now` already kept from running backwards)."""
+    """`check(facts, totals, now, cites, reads)`: each budget group's sums as the request finds
+    them, and the citations of the limits it passes, as `_budget_checks` (with `now` already
+    kept from running backwards). A limit costs one comparison; its words, the rest."""
     lines = [
-        "def check(facts, totals, now, cites, impacts):",
+        "def check(facts, totals, now, cites, reads):",
         "    amount = facts.amount",
         "    get = totals.buckets.get",
     ]
-    names: dict[str, Any] = {"EMPTY": _EMPTY, "BCITE": policy._budget_cite}
+    names: dict[str, Any] = {"EMPTY": _EMPTY, "LIMIT": policy._limit_cite}
     for g, group in enumerate(policy._budget_groups):
         names[f"G{g}"] = group
         if group.attr is None:
@@ -80,32 +81,16 @@ def budget_checks(policy: Any) -> Callable[[Any, Any, float, list, list], None]:
         lines += [
             "    if key is not None:",
             f"        bucket = get(({group.scope!r}, key), EMPTY)",
-            "        queues, sums = bucket.queues, bucket.sums",
+            "        sums = bucket.sums if now < bucket.due else bucket.current(now)",
+            f"        reads.append((G{g}, key, sums[:]))",
         ]
         for c, (check, window, warn, most) in enumerate(group.limits):
-            name = f"C{g}_{c}"
-            names[name] = check
+            least = min(limit for limit in (warn, most) if limit is not None)
+            names[f"C{g}_{c}"] = check
             lines += [
-                f"        queue = queues[{window}]",
-                f"        if queue and queue[0][0] <= now - {WINDOW_SECONDS[window]}:",
-                f"            bucket.expire({window}, now)",
-                f"        before = sums[{window}]",
-                "        after = before + amount",
-                f"        impact = ({name}, key, before, after)",
-                "        impacts.append(impact)",
+                f"        if sums[{window}] + amount > {int(least)}:",
+                f"            LIMIT(C{g}_{c}, key, sums[{window}], amount, cites)",
             ]
-            branch = "if"
-            if most is not None:
-                lines += [
-                    f"        if after > {int(most)}:",
-                    f"            cites.append(BCITE('deny', impact, {int(most)}))",
-                ]
-                branch = "elif"
-            if warn is not None:
-                lines += [
-                    f"        {branch} after > {int(warn)}:",
-                    f"            cites.append(BCITE('warn', impact, {int(warn)}))",
-                ]
     return _build("\n".join(lines), names, "check")
 
 

@@ -78,7 +78,7 @@ def _words(evaluation: Evaluation, note: str | None) -> dict:
             "summary": summary,
             "rules": rules,
             "citations": [_citation(c) for c in cites],
-            "budgets": [_impact(*impact) for impact in evaluation.impacts],
+            "budgets": [_impact(*impact) for impact in evaluation.figures()],
         }
     )
     return {name: getattr(whole, name) for name in ("summary", "rules", "citations", "budgets")}

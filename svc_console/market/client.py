@@ -10,6 +10,9 @@ CPU, most of it httpcore's pool matching waiting requests to connections, while 
 under it; anything else that fails on the way is `OutcomeUnknown`, never sent twice. Answers are
 read whole into an `Answer`, which `http.parse` and `http.raise_for_error` read as they read an
 httpx response.
+
+aiohttp is imported when the first session opens: a fifth of the console's import time, which
+the operator would otherwise wait for before a request read from the ledger can be decided.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import Any
-
-import aiohttp
-from multidict import CIMultiDictProxy
-from yarl import URL
+from typing import TYPE_CHECKING, Any
 
 from svc_console.market import errors, http
+
+if TYPE_CHECKING:
+    import aiohttp
+    from multidict import CIMultiDictProxy
+    from yarl import URL
 
 # Requests of one client open at once; more wait their turn in aiohttp's queue (first come,
 # first served, without httpcore's rescan of every waiting request).
@@ -57,12 +61,23 @@ class HttpClient:
     that uses it, as aiohttp wants)."""
 
     def __init__(self, base_url: str, *, headers: dict[str, str], timeout_s: float = 30.0) -> None:
-        self.base_url = URL(base_url.rstrip("/"))
+        self._base = base_url.rstrip("/")
+        self._url: URL | None = None
         self._headers = headers
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s, connect=5.0)
+        self._timeout_s = timeout_s
         self._session: aiohttp.ClientSession | None = None
 
+    @property
+    def base_url(self) -> URL:
+        if self._url is None:
+            from yarl import URL
+
+            self._url = URL(self._base)
+        return self._url
+
     def _open(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(
                 limit=MAX_CONNECTIONS,
@@ -71,7 +86,9 @@ class HttpClient:
                 ssl=http.tls(),
             )
             self._session = aiohttp.ClientSession(
-                headers=self._headers, timeout=self._timeout, connector=connector
+                headers=self._headers,
+                timeout=aiohttp.ClientTimeout(total=self._timeout_s, connect=5.0),
+                connector=connector,
             )
         return self._session
 
@@ -89,14 +106,17 @@ class HttpClient:
         headers: dict[str, str] | None = None,
         spends_nothing: bool | None = None,
     ) -> Answer:
+        import aiohttp
+
         if spends_nothing is None:
             spends_nothing = method in ("GET", "HEAD")
-        url = self.base_url.with_path(self.base_url.path.rstrip("/") + path, encoded=True)
+        session = self._open()
+        base = self.base_url
+        url = base.with_path(base.path.rstrip("/") + path, encoded=True)
         data = None if json_body is None else json.dumps(json_body).encode()
         sent_headers = dict(headers or {})
         if data is not None:
             sent_headers["Content-Type"] = "application/json"
-        session = self._open()
         for attempt in (1, 2):
             try:
                 async with session.request(

@@ -225,3 +225,17 @@ def test_the_queue_frame_needs_neither_the_broker_nor_the_network_clients(tmp_pa
     assert "svc_console.core.models" in modules  # what the frame reads its rows into
     heavy = {"svc_console.broker.service", "svc_console.ledger.store", "aiohttp", "httpx"}
     assert not heavy & modules
+
+
+BEFORE_READY = """
+import sys
+import svc_console.tui.app, svc_console.tui.approvals.screen, svc_console.runtime
+print(" ".join(sorted(sys.modules)))
+"""
+
+
+def test_the_console_is_ready_to_decide_before_the_dry_runs_client_is_imported(tmp_path: Path):
+    """aiohttp, the dry runs' client, is imported when the first dry run opens its session."""
+    modules = imported(BEFORE_READY, tmp_path)
+    assert {"svc_console.broker.service", "svc_console.market.client"} <= modules
+    assert "aiohttp" not in modules

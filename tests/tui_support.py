@@ -3,6 +3,7 @@ sandbox's address for stable screenshots, and filling a real ledger with pending
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 from collections.abc import Callable
@@ -90,10 +91,19 @@ async def until(pilot: Pilot[Any], predicate: Callable[[], Any], timeout: float 
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
-        await pilot.pause(0.05)
+        await _pause(pilot, 0.05)
     # What the predicate saw (a row, a dialog) may not be on the terminal yet: one refresh puts
     # it there, so that a screenshot taken next shows it.
-    await pilot.pause()
+    await _pause(pilot, None)
+
+
+async def _pause(pilot: Pilot[Any], delay: float | None) -> None:
+    """The pilot's pause while the app runs; a plain sleep once it is exiting, when the pilot's
+    would look for a screen that is gone (waiting for a return code, say)."""
+    if pilot.app._exit or not pilot.app._screen_stack:
+        await asyncio.sleep(delay or 0)
+    else:
+        await pilot.pause(delay)
 
 
 def _announcers(app: ConsoleApp) -> list[Any]:

@@ -27,7 +27,7 @@ import pytest
 from helpers import agent_token, eventually
 from sandbox_process import SandboxProcess
 from textual.pilot import Pilot
-from tui_support import started
+from tui_support import started, until
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker import BrokerConfig
@@ -385,9 +385,9 @@ async def press_while(pilot: Pilot[Any], screen: ApprovalsScreen, busy: asyncio.
     await eventually(lambda: runtime.ledger.count_in_states([State.executing]) or busy.done(), 60)
     assert not busy.done(), "the faults were over before a key could be pressed"
     await pilot.press("h")
-    assert screen.active == "history"
+    await until(pilot, lambda: screen.active == "history")
     await pilot.press("p")
-    assert screen.active == "pending"
+    await until(pilot, lambda: screen.active == "pending")
 
 
 async def test_the_console_answers_keys_while_faults_run(runtime: Runtime, sandbox: SandboxProcess):

@@ -394,7 +394,7 @@ async def test_every_hostile_record_and_skill_md_is_inert_on_the_catalogue_scree
         await pilot.click("#endpoint-record")
         await pilot.press("enter")
         assert_screen_inert(app, title, "zoomed and clicked")
-        assert isinstance(app.screen, CatalogueScreen)
+        await until(pilot, lambda: isinstance(app.screen, CatalogueScreen))
 
 
 async def test_every_hostile_skill_md_error_is_inert_on_the_catalogue_screen(

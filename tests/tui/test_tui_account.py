@@ -362,13 +362,13 @@ async def test_fields_are_checked_before_anything_is_sent(
         await pilot.press("l")
         await type_text(pilot, "not-an-address")
         await pilot.press("enter")
-        assert "Type the e-mail address" in status(page.form("login"))
+        await until(pilot, lambda: "Type the e-mail address" in status(page.form("login")))
         await pilot.press("escape", "c")
         await type_text(pilot, EMAIL)
         await pilot.press("enter")  # on to the username
         await until(pilot, lambda: app.focused is app.screen.query_one("#connect-username", Input))
         await pilot.press("enter")
-        assert "Choose a username" in status(page.form("connect"))
+        await until(pilot, lambda: "Choose a username" in status(page.form("connect")))
         assert not list(outbox(sandbox).folder.glob("*.eml"))
 
 
@@ -397,7 +397,7 @@ async def test_escape_cancels_a_flow_waiting_for_its_code(
         page = await open_account(pilot)
         form = await send_code(pilot, "login")
         await pilot.press("escape")
-        assert "Cancelled. Nothing was saved." in status(form)
+        await until(pilot, lambda: "Cancelled. Nothing was saved." in status(form))
         assert not form.waiting_for_code and form.code.disabled
         await until(pilot, lambda: not page._flows)
         assert not Credentials.for_sandbox(paths).account_file.exists()

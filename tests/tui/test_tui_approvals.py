@@ -351,9 +351,9 @@ async def test_live_updates_keep_the_cursor_and_tick(
         first, second = await two_requests(pilot, app)
 
         await pilot.press("j")
-        assert queue(app).selected_id == second
+        await until(pilot, lambda: queue(app).selected_id == second)
         await pilot.press("k")
-        assert queue(app).selected_id == first
+        await until(pilot, lambda: queue(app).selected_id == first)
         await pilot.press("j")
         # Decided elsewhere (the CLI, another operator): its row goes, the cursor stays put.
         await broker.deny(DenyParams(request_id=first, reason="decided elsewhere"))
@@ -607,7 +607,7 @@ async def test_history_tab_shows_outcomes_and_charges(console: Callable[..., Con
         )
         # Approving and denying belong to the pending tab: the keys do nothing here.
         await pilot.press("a", "d")
-        assert isinstance(app.screen, ApprovalsScreen)
+        await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
         assert "a Approve" not in screen_text(app) and "p Pending" in screen_text(app)
 
         await pilot.press("p")
@@ -722,7 +722,7 @@ async def test_after_start_runs_in_a_worker_and_q_stops_the_runtime(
         assert seen == [runtime]
         await until(pilot, lambda: "demo-bot" in screen_text(app))
         await pilot.press("q")
-    assert app.return_code == 0
+    await until(pilot, lambda: app.return_code == 0)
     assert runtime.broker is None and runtime.ledger is None
 
 

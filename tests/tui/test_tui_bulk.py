@@ -76,7 +76,7 @@ async def test_three_marked_requests_approved_with_one_typed_total(
         assert f"3 requests, up to {format_usdc(total)} USDC in all" in screen_text(app)
         await type_text(pilot, "0.01")
         await pilot.press("enter")
-        assert "0.01 is not the total" in error_text(app)
+        await until(pilot, lambda: "0.01 is not the total" in error_text(app))
         assert all(broker.get(i).state == State.pending for i in ids)
 
         app.screen.query_one("#confirm-total", Input).value = ""
@@ -173,7 +173,7 @@ async def test_mark_all_the_filter_matches_then_deny_them(console, paths: Paths,
         await pilot.press("d")
         await until(pilot, lambda: isinstance(app.screen, BulkModal))
         await pilot.press("enter")
-        assert "A reason is required" in error_text(app)
+        await until(pilot, lambda: "A reason is required" in error_text(app))
         await type_text(pilot, "keys in the inputs")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))

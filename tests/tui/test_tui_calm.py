@@ -107,7 +107,7 @@ async def test_the_selection_stays_on_its_request_when_a_row_above_expires(
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await rows(pilot, 5)
         await pilot.press("j", "j")
-        assert queue(app).selected_id == ids[2]
+        await until(pilot, lambda: queue(app).selected_id == ids[2])
         clock.advance(600.5)  # ids[0] runs out; the others have a second or more left
         await rows(pilot, 4)
         assert app.runtime.broker.get(ids[0]).state == State.expired
@@ -124,7 +124,7 @@ async def test_the_selection_stays_on_its_request_when_one_arrives_above(
         await pilot.press("S")  # newest first: an arrival comes in at the top
         await until(pilot, lambda: "newest first" in screen_text(app))
         await pilot.press("j")
-        assert queue(app).selected_id == ids[1] and queue(app).cursor_row == 1
+        await until(pilot, lambda: queue(app).selected_id == ids[1] and queue(app).cursor_row == 1)
         await submit(app)
         await rows(pilot, 4)
         assert queue(app).selected_id == ids[1] and queue(app).cursor_row == 2
@@ -218,7 +218,7 @@ async def test_the_deny_dialog_counts_down_with_the_clock_and_refuses_at_zero(
         await until(pilot, lambda: "The request expired; nothing was decided" in screen_text(app))
         assert app.screen.query_one("#confirm", Button).disabled
         await pilot.click("#confirm")
-        assert isinstance(app.screen, DenyReasonModal)
+        await until(pilot, lambda: isinstance(app.screen, DenyReasonModal))
         assert app.runtime.broker.get(request_id).state in (State.pending, State.expired)
         await pilot.press("enter")  # on Cancel, where the refusal put the focus
         await until(pilot, lambda: not isinstance(app.screen, DenyReasonModal))

@@ -314,7 +314,7 @@ async def test_search_as_you_type_follows_every_keystroke(
         scr = await open_catalogue(pilot)
         assert total(scr, MARKET) == len(catalog().endpoints)
         await pilot.press("slash")
-        assert scr.query_one("#market-search", Input).has_focus
+        await until(pilot, lambda: scr.query_one("#market-search", Input).has_focus)
         typed = ""
         for char in "forecast":
             typed += char
@@ -349,9 +349,9 @@ async def test_tab_keys_move_and_zoom(console: Callable[..., ConsoleApp], cached
         await pilot.press("z")
         await until(pilot, lambda: not scr.has_class("-zoomed") and scr.table(MARKET).has_focus)
         await pilot.press("enter")  # enter on a row zooms too; escape comes back
-        assert scr.has_class("-zoomed")
+        await until(pilot, lambda: scr.has_class("-zoomed"))
         await pilot.press("escape")
-        assert not scr.has_class("-zoomed")
+        await until(pilot, lambda: not scr.has_class("-zoomed"))
         # d and m switch tabs; the keys of the other tab are not offered.
         await pilot.press("d")
         await until(pilot, lambda: scr.active == DATASETS and total(scr, DATASETS) == 364)
@@ -359,7 +359,9 @@ async def test_tab_keys_move_and_zoom(console: Callable[..., ConsoleApp], cached
         assert scr.check_action("toggle_verified", ()) is False
         assert scr.check_action("next_sort", ()) is True
         await pilot.press("m")
-        assert scr.active == MARKET and scr.check_action("next_sort", ()) is False
+        await until(
+            pilot, lambda: scr.active == MARKET and scr.check_action("next_sort", ()) is False
+        )
         # No key starts a spend request from here: agents submit them.
         actions = {command.action for command in bindings.commands("catalogue")}
         assert not any(word in " ".join(actions) for word in ("buy", "spend", "request", "call"))
@@ -456,7 +458,7 @@ async def test_market_filter_dialog_sets_every_filter(
         await pilot.press("f")
         await until(pilot, lambda: isinstance(app.screen, MarketFilterDialog))
         await pilot.press("escape")
-        assert scr.tabs[MARKET].filter == expected
+        await until(pilot, lambda: scr.tabs[MARKET].filter == expected)
         await pilot.press("f")
         await until(pilot, lambda: isinstance(app.screen, MarketFilterDialog))
         await pilot.click("#clear")
@@ -490,7 +492,7 @@ async def test_dataset_filter_dialog_sets_every_filter(
         await pilot.press("tab", "enter")
         await type_text(pilot, "cheap")
         await pilot.press("enter")
-        assert dialog.query_one("#sort_by", Select).value == "price_asc"
+        await until(pilot, lambda: dialog.query_one("#sort_by", Select).value == "price_asc")
         await pilot.click("#confirm")
         expected = DatasetFilter(
             category="finance",
@@ -688,7 +690,7 @@ async def test_hostile_record_and_skill_md_are_shown_inert(
                 assert "@click" not in meta, (block, span)
         await pilot.click(InertMarkdown)
         await pilot.press("enter")
-        assert app.is_running and isinstance(app.screen, CatalogueScreen)
+        await until(pilot, lambda: app.is_running and isinstance(app.screen, CatalogueScreen))
 
 
 class _MarkdownApp(App[None]):

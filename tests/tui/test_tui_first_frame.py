@@ -96,7 +96,7 @@ async def test_the_queue_is_drawn_from_the_ledger_before_the_runtime_runs(held: 
         assert STARTING in text and "SANDBOX" in text and "kilo-bot" in text
         # Keys that decide do nothing yet: there is nothing to decide with.
         await pilot.press("a")
-        assert app.runtime.broker is None and preview(app) is frame
+        await until(pilot, lambda: app.runtime.broker is None and preview(app) is frame)
 
         held.release.set()
         await until(pilot, lambda: showing_queue(app))

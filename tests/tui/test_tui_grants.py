@@ -79,7 +79,7 @@ async def test_grants_are_listed_and_one_is_revoked_after_a_confirmation(console
         await until(pilot, lambda: isinstance(app.screen, ConfirmPolicyChange))
         assert "Revoke grant 1?" in screen_text(app)
         await pilot.press("escape")  # kept
-        assert [g.id for g in broker.grants.in_force()] == [1, 2]
+        await until(pilot, lambda: [g.id for g in broker.grants.in_force()] == [1, 2])
 
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, ConfirmPolicyChange))

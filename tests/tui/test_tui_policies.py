@@ -259,7 +259,7 @@ async def test_edit_into_an_error_see_it_at_its_line_fix_save_and_the_broker_fol
 
         # f8 goes to the error; fixing the value clears it.
         await pilot.press("home", "up", "up", "f8")
-        assert editor(app).cursor_location == (CAP_LINE - 1, 0)
+        await until(pilot, lambda: editor(app).cursor_location == (CAP_LINE - 1, 0))
         await edit_line(pilot, CAP_LINE, 3, "0.005")
         await settle(pilot)
         assert editor(app).error_lines == [] and "first at" not in screen_text(app)
@@ -268,7 +268,7 @@ async def test_edit_into_an_error_see_it_at_its_line_fix_save_and_the_broker_fol
         # Saved: atomically, owner-only, in force within a second, shown as such.
         await pilot.press("ctrl+s")
         fixed = GOOD.replace("0.25", "0.005")
-        assert skills.read_text() == fixed
+        await until(pilot, lambda: skills.read_text() == fixed)
         assert stat.S_IMODE(skills.stat().st_mode) == 0o600
         await until(pilot, lambda: in_force(app) == sha(fixed))
         await until(pilot, lambda: f"saved as {sha(fixed)[:12]} · in force" in screen_text(app))
@@ -294,7 +294,7 @@ async def test_a_new_file_is_created_from_the_template_and_put_in_force(
         assert "No policy in force" in screen_text(app)
         assert "new file, ctrl+s creates it" in screen_text(app)
         await pilot.press("ctrl+s")
-        assert skills.read_text() == TEMPLATE
+        await until(pilot, lambda: skills.read_text() == TEMPLATE)
         await until(pilot, lambda: in_force(app) == sha(TEMPLATE))
         await until(pilot, lambda: "In force: version" in screen_text(app))
 
@@ -315,21 +315,21 @@ async def test_e_escape_v_t_c_and_the_views(
         await pilot.press("e")
         await until(pilot, lambda: page.focused is editor(app))
         await pilot.press("x")  # typed, not a command
-        assert editor(app).text == "x" + GOOD
+        await until(pilot, lambda: editor(app).text == "x" + GOOD)
         await pilot.press("escape")
         await until(pilot, lambda: page.focused is None)
 
         await pilot.press("v")
         await until(pilot, lambda: page.view == "diff" and "+x# SKILLS.md" in screen_text(app))
         await pilot.press("escape")
-        assert page.view == "editor"
+        await until(pilot, lambda: page.view == "editor")
 
         await pilot.press("t")
         await until(pilot, lambda: "replayed 0 requests of the last 30d" in screen_text(app))
         assert page.view == "simulation"
 
         await pilot.press("c")
-        assert page.view == "service"
+        await until(pilot, lambda: page.view == "service")
         await until(
             pilot, lambda: "In sync: the service runs the same SKILLS.md" in screen_text(app)
         )
@@ -354,7 +354,7 @@ async def test_enter_on_an_error_and_f8_jump_to_its_line(
         await until(pilot, lambda: page.focused is editor(app))
         assert editor(app).cursor_location[0] == 7
         await pilot.press("up", "up", "up", "f8")
-        assert editor(app).cursor_location[0] == 7
+        await until(pilot, lambda: editor(app).cursor_location[0] == 7)
 
 
 async def test_f8_with_no_errors_says_so(console: Callable[..., ConsoleApp], skills: Path):
@@ -414,7 +414,9 @@ async def test_brackets_switch_between_policy_files(
         assert editor(app).error_lines == []
 
         await pilot.press("right_square_bracket")
-        assert page.file.name == "team.md" and editor(app).text.startswith("# Team")
+        await until(
+            pilot, lambda: page.file.name == "team.md" and editor(app).text.startswith("# Team")
+        )
         await settle(pilot)
         assert editor(app).error_lines == [4]
         assert "team.md:4:1: per_call_max_usdc is already set at SKILLS.md:6:1" in screen_text(app)
@@ -428,7 +430,7 @@ async def test_brackets_switch_between_policy_files(
         await until(pilot, lambda: app.runtime.policy.status.state == "active")
 
         await pilot.press("escape", "left_square_bracket")
-        assert page.file.name == "SKILLS.md" and editor(app).text == GOOD
+        await until(pilot, lambda: page.file.name == "SKILLS.md" and editor(app).text == GOOD)
 
 
 async def test_a_file_changed_on_disk_is_overwritten_only_when_confirmed(

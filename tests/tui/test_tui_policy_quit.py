@@ -95,7 +95,7 @@ async def test_s_saves_the_draft_then_quits(console: Callable[..., ConsoleApp], 
         assert buttons(app) == ["Save and quit (s)", "Quit without saving (d)", "Cancel (esc)"]
         assert skills.read_text() == GOOD and app.is_running
         await pilot.press("s")
-    assert app.return_code == 0
+    await until(pilot, lambda: app.return_code == 0)
     assert skills.read_text() == EDITED
 
 
@@ -107,7 +107,7 @@ async def test_d_quits_and_the_file_stays_as_saved(
     async with app.run_test(size=(120, 40)) as pilot:
         await draft_and_ask(pilot)
         await pilot.press("d")
-    assert app.return_code == 0
+    await until(pilot, lambda: app.return_code == 0)
     assert skills.read_text() == GOOD and skills.stat().st_mtime == 1
 
 
@@ -130,7 +130,7 @@ async def test_escape_and_cancel_keep_the_console_and_the_draft(
 
         # Typing in the editor, q is a letter; ctrl+q still quits, and asks.
         await pilot.press("e", "end", "q")
-        assert "per_call_max_usdc: 0.20q" in editor(app).text
+        await until(pilot, lambda: "per_call_max_usdc: 0.20q" in editor(app).text)
         assert not asking(app)
         await pilot.press("ctrl+q")
         await until(pilot, lambda: asking(app))
@@ -195,7 +195,7 @@ async def test_an_invalid_draft_cannot_be_saved_from_the_question(
         await pilot.press("q")
         await until(pilot, lambda: asking(app))
         await pilot.press("d")
-    assert app.return_code == 0
+    await until(pilot, lambda: app.return_code == 0)
     assert skills.read_text() == GOOD and skills.stat().st_mtime == 1
 
 
@@ -241,7 +241,7 @@ async def test_no_question_when_the_draft_is_the_saved_file(
         skills.write_text(GOOD)  # and so is the file now
         assert page.unsaved_work() is None
         await pilot.press("escape", "q")
-    assert app.return_code == 0
+    await until(pilot, lambda: app.return_code == 0)
 
 
 async def test_no_question_for_the_untouched_template_of_a_new_file(
@@ -251,7 +251,7 @@ async def test_no_question_for_the_untouched_template_of_a_new_file(
     async with app.run_test(size=(120, 40)) as pilot:
         await open_policies(pilot)
         await pilot.press("q")
-    assert app.return_code == 0
+    await until(pilot, lambda: app.return_code == 0)
     assert not (paths.home / "SKILLS.md").exists()
 
 
@@ -274,7 +274,7 @@ async def test_leaving_the_screen_keeps_the_draft_and_asks_nothing(
         await until(pilot, lambda: asking(app))
         assert "$SVC_CONSOLE_HOME/SKILLS.md" in screen_text(app)
         await pilot.press("s")
-    assert skills.read_text() == EDITED and app.return_code == 0
+    await until(pilot, lambda: skills.read_text() == EDITED and app.return_code == 0)
 
 
 # -- files that move under the draft --------------------------------------------------------------
@@ -298,7 +298,7 @@ async def test_a_file_changed_on_disk_keeps_the_draft_and_the_question_says_so(
         assert "4 lines differ from the file on disk (2 added, 2 removed)" in text
         assert "the file changed on disk since the draft began; saving replaces it" in text
         await pilot.press("s")  # the question was the confirmation
-    assert skills.read_text() == EDITED
+    await until(pilot, lambda: skills.read_text() == EDITED)
 
 
 async def test_two_drafts_are_named_and_saved_together(
@@ -321,7 +321,7 @@ async def test_two_drafts_are_named_and_saved_together(
         assert "$SVC_CONSOLE_HOME/SKILLS.md" in text and "$SVC_CONSOLE_HOME/team.md" in text
         assert text.count("2 lines differ from the file on disk (1 added, 1 removed)") == 2
         await pilot.press("s")
-    assert skills.read_text() == EDITED
+    await until(pilot, lambda: skills.read_text() == EDITED)
     assert team.read_text() == "# Team\n\n```policy\ndynamic_pricing: true\n```\n"
 
 

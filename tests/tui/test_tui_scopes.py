@@ -145,7 +145,7 @@ async def test_a_total_that_is_not_enough_is_refused_in_the_dialog(console):
         await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
         await type_into(pilot, "#total", "lots")
         await pilot.press("enter")
-        assert "Type the total in USDC" in error_text(app)
+        await until(pilot, lambda: "Type the total in USDC" in error_text(app))
 
         await type_into(pilot, "#total", "0.005")
         await pilot.press("enter")
@@ -156,7 +156,7 @@ async def test_a_total_that_is_not_enough_is_refused_in_the_dialog(console):
         assert broker.grants.recent() == []
 
         await pilot.press("escape")
-        assert isinstance(app.screen, ApprovalsScreen)
+        await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
         assert broker.get(request_id).state == State.pending
 
 
@@ -170,7 +170,7 @@ async def test_deny_for_a_while_makes_a_denying_grant(console, clock: FakeClock)
         await pilot.press("D")
         await until(pilot, lambda: isinstance(app.screen, ForAWhileModal))
         await pilot.press("enter")  # no reason yet
-        assert "A reason is required" in error_text(app)
+        await until(pilot, lambda: "A reason is required" in error_text(app))
         await type_into(pilot, "#reason", "not this week")
         await pilot.press("enter")  # fifteen minutes, the default
         await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
@@ -202,7 +202,7 @@ async def test_for_a_while_above_the_threshold_needs_the_amount_typed(console):
         await type_into(pilot, "#total", "0.05")
         await type_into(pilot, "#confirm-amount", "0.02")
         await pilot.press("enter")
-        assert "0.02 is not the amount" in error_text(app)
+        await until(pilot, lambda: "0.02 is not the amount" in error_text(app))
         assert broker.get(request_id).state == State.pending
 
         await type_into(pilot, "#confirm-amount", "0.01")
@@ -316,9 +316,9 @@ async def test_always_with_a_rule_that_would_break_the_policy_decides_nothing(
         assert app.screen.query_one("#confirm", Button).disabled
         app.screen.query_one("#daily", Input).focus()
         await pilot.press("enter")
-        assert "nothing was decided" in error_text(app)
+        await until(pilot, lambda: "nothing was decided" in error_text(app))
         await pilot.press("escape")
-        assert isinstance(app.screen, ApprovalsScreen)
+        await until(pilot, lambda: isinstance(app.screen, ApprovalsScreen))
         assert app.runtime.broker.get(request_id).state == State.pending
         assert policy.read_text() == before
 

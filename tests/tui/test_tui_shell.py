@@ -379,7 +379,7 @@ async def test_keymap_from_settings_moves_keys_everywhere(
         assert line.split()[1:3] == ["y", "Approve"]
         await pilot.press("escape")
         approve = next(t for t in ConsoleCommands(app.screen).entries() if t[0] == "Approve")
-        assert approve[1].endswith("· y")
+        await until(pilot, lambda: approve[1].endswith("· y"))
 
         await pilot.press("9")  # the probe's default key is gone too
         await pilot.pause()
@@ -555,10 +555,10 @@ async def test_question_mark_opens_help_as_f1_does_but_types_in_a_text_field(con
     async with app.run_test() as pilot:
         await started(pilot)
         await pilot.press("question_mark")
-        assert isinstance(app.screen, HelpScreen)
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.press("question_mark")
-        assert not isinstance(app.screen, HelpScreen)
+        await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
         await pilot.press("slash")  # the filter field of the approvals screen
         await pilot.press("a", "question_mark")
-        assert not isinstance(app.screen, HelpScreen)
+        await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
         assert app.focused is not None and getattr(app.focused, "value", None) == "a?"

@@ -187,9 +187,9 @@ async def test_moving_and_paging_show_the_ledgers_rows(
         assert table.selected.id == newest_first[0].id
 
         await pilot.press("j", "down")
-        assert table.cursor == 2 and table.selected.id == newest_first[2].id
+        await until(pilot, lambda: table.cursor == 2 and table.selected.id == newest_first[2].id)
         await pilot.press("k")
-        assert table.selected.id == newest_first[1].id
+        await until(pilot, lambda: table.selected.id == newest_first[1].id)
         await until(pilot, lambda: newest_first[1].id in screen_text(app))  # the detail names it
 
         page = table.page

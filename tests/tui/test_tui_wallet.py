@@ -341,7 +341,7 @@ async def test_a_refused_retry_ends_failed_and_is_never_tried_again(
         assert app.runtime.ledger.attempts(request_id) == 2
         # Nothing is left to fund or retry.
         await pilot.press("f")
-        assert app.runtime.ledger.attempts(request_id) == 2
+        await until(pilot, lambda: app.runtime.ledger.attempts(request_id) == 2)
 
 
 async def test_escape_stops_waiting_and_f_starts_again(
@@ -355,7 +355,7 @@ async def test_escape_stops_waiting_and_f_starts_again(
         await pilot.press("f")
         await checkout_started(pilot)
         await pilot.press("escape")
-        assert page.flow.stopped and not page.flow.running
+        await until(pilot, lambda: page.flow.stopped and not page.flow.running)
         await until(pilot, lambda: "stopped waiting" in screen_text(app))
         # Funds arriving now retry nothing: the operator stopped watching.
         sandbox.state.set_balance("1")
@@ -434,11 +434,11 @@ async def test_o_opens_the_checkout_in_the_browser(
         await awaiting_funds(pilot, sandbox)
         await open_wallet(pilot)
         await pilot.press("o")  # no checkout yet: nothing to open
-        assert opened == []
+        await until(pilot, lambda: opened == [])
         await pilot.press("f")
         flow = await checkout_started(pilot)
         await pilot.press("o")
-        assert opened == [flow.checkout.checkout_url]
+        await until(pilot, lambda: opened == [flow.checkout.checkout_url])
         assert "Checkout opened in the browser." in seen
 
 
@@ -464,11 +464,11 @@ async def test_j_and_k_move_between_waiting_requests(console: Callable[..., Cons
         table = app.screen.query_one(AwaitingFunds)
         assert table.selected_id == first
         await pilot.press("j")
-        assert table.selected_id == second
+        await until(pilot, lambda: table.selected_id == second)
         await pilot.press("j")  # the last row: stays
-        assert table.selected_id == second
+        await until(pilot, lambda: table.selected_id == second)
         await pilot.press("k")
-        assert table.selected_id == first
+        await until(pilot, lambda: table.selected_id == first)
 
 
 async def test_f_with_nothing_waiting_says_so(console: Callable[..., ConsoleApp]):
@@ -479,7 +479,7 @@ async def test_f_with_nothing_waiting_says_so(console: Callable[..., ConsoleApp]
         await open_wallet(pilot)
         await pilot.press("f")
         await pilot.press("escape")  # nothing to stop: a no-op
-        assert screen(app).flow is None
+        await until(pilot, lambda: screen(app).flow is None)
         assert "No request is waiting for funds" in screen_text(app)
         assert seen == []  # the key is disabled: nothing starts, nothing to report
 

@@ -522,6 +522,7 @@ async def test_text_from_files_and_the_service_is_shown_inert(
         assert hostile in editor(app).text
         await settle(pilot)
         await pilot.press("escape", "v")
+        await until(pilot, lambda: screen(app).view == "diff")
         diff = screen_text(app)
         assert "<ESC>]8;;https://evil.example<ESC>" in diff and "<U+202E>" in diff
         await pilot.press("c")

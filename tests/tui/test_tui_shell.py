@@ -378,8 +378,9 @@ async def test_keymap_from_settings_moves_keys_everywhere(
         line = next(t for t in screen_text(app).splitlines() if "Approve the selected" in t)
         assert line.split()[1:3] == ["y", "Approve"]
         await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
         approve = next(t for t in ConsoleCommands(app.screen).entries() if t[0] == "Approve")
-        await until(pilot, lambda: approve[1].endswith("· y"))
+        assert approve[1].endswith("· y")
 
         await pilot.press("9")  # the probe's default key is gone too
         await pilot.pause()

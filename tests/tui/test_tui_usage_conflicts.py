@@ -69,6 +69,7 @@ async def test_the_conflict_state_and_flagged_only_show_the_second_version(
         assert "CONFLICT (version 2): the service reported this charge before" in text
         assert f"ch_000002 · {SERVICE} · " in text
         await pilot.press("j", "j")  # the first version, below: as it was
+        await until(pilot, lambda: table.cursor == 2)
         first = table.selected
         assert (first.id, first.version, first.amount, first.flag) == (
             "ch_000002",

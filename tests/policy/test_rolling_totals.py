@@ -7,6 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from svc_console.core.buckets import slot_of
 from svc_console.policy.budgets import GRAINS, WINDOW_SECONDS, RollingTotals, stamp
 
 BUCKET = ("agent", "a")
@@ -37,7 +38,7 @@ def test_every_window_holds_the_spend_still_inside_it(script):
     for moved, delta, at_once in script:
         now += moved
         if delta is not None:
-            slot = int(-(-now // 60) * 60)
+            slot = slot_of(now)
             totals.apply([((BUCKET,), slot, delta)], now)
             spent.append((slot, delta))
             continue

@@ -294,7 +294,7 @@ async def test_a_new_file_is_created_from_the_template_and_put_in_force(
         assert "No policy in force" in screen_text(app)
         assert "new file, ctrl+s creates it" in screen_text(app)
         await pilot.press("ctrl+s")
-        await until(pilot, lambda: skills.read_text() == TEMPLATE)
+        await until(pilot, lambda: skills.exists() and skills.read_text() == TEMPLATE)
         await until(pilot, lambda: in_force(app) == sha(TEMPLATE))
         await until(pilot, lambda: "In force: version" in screen_text(app))
 

@@ -177,7 +177,9 @@ def run_serve(args: argparse.Namespace) -> int:
 
     async def serve() -> None:
         from svc_console.ledger import LedgerRefused
+        from svc_console.market.client import import_now
 
+        import_now()
         try:
             await runtime.start()
         except (OSError, LedgerRefused) as exc:

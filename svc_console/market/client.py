@@ -56,6 +56,12 @@ class Answer:
         return self.content.decode(errors="replace")
 
 
+def import_now() -> None:
+    """Import aiohttp now. A broker with no screen to paint (`serve`) pays for it as it starts,
+    not on its first agent's dry run."""
+    import aiohttp  # noqa: F401
+
+
 class HttpClient:
     """One pooled aiohttp session for one base URL, opened on first use (inside the event loop
     that uses it, as aiohttp wants)."""

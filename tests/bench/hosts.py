@@ -120,6 +120,11 @@ def _save(profiler: Any, prefix: str) -> None:
         profiler.output_text(unicode=True, color=False, show_all=False, short_mode=False)
     )
     Path(f"{prefix}.html").write_text(profiler.output_html())
+    # The functions by their own time (the "top ten" a change is judged by).
+    from pyinstrument.renderers import ConsoleRenderer
+
+    flat = ConsoleRenderer(unicode=True, color=False, flat=True, time="percent_of_total")
+    Path(f"{prefix}-flat.txt").write_text(profiler.output(flat))
 
 
 def _policy_options(path: str | None) -> tuple[dict[str, Any], dict[str, Any], str]:
@@ -208,6 +213,9 @@ async def _broker(args: argparse.Namespace) -> None:
         from pyinstrument import Profiler
 
         profiler = Profiler(interval=0.001, async_mode="disabled")
+    from svc_console.market.client import import_now
+
+    import_now()  # as `serve` does
     try:
         broker = await runtime.start()
         broker.subscribe(visible)

@@ -65,7 +65,7 @@ from svc_console.broker.reads import Reads
 from svc_console.broker.secret_refusal import refuse_secrets
 from svc_console.broker.service import Broker
 from svc_console.broker.shown_requests import listed, public
-from svc_console.core.models import SpendRequest
+from svc_console.core.models import SpendRequest, Submitter
 
 PROTOCOL_VERSION = 2
 # What the console's own clients (the CLI, the MCP bridge) say in hello: they act for the agent
@@ -86,6 +86,9 @@ class Caller(Protocol):
     client: str | None  # what the client said it is, in hello (a hint, never a credential)
     waits: int  # spend.wait calls under way
     subscription: Subscription | None  # on the operator socket, once following the queue
+    # The process behind the connection, read at its first submission (by whether it came
+    # through the console's own client): `Methods._submitter`.
+    submitters: dict[bool, Submitter | None]
 
     async def push(self, message: dict[str, Any]) -> None: ...  # a notification, unasked
     def cut_off(self) -> None: ...  # end the connection now (a follower fallen too far behind)
@@ -168,9 +171,21 @@ class Methods:
         request = await self.broker.submit(
             submission.model_copy(update={"agent": identity.name}),
             verified=identity.verified,
-            submitter=submitter_of(caller.peer, via_console_client=caller.client == CONSOLE_CLIENT),
+            submitter=self._submitter(caller),
         )
         return {"request_id": request.id, "state": request.state}
+
+    @staticmethod
+    def _submitter(caller: Caller) -> Submitter | None:
+        """The process that submits on this connection, read from /proc once a connection: the
+        peer is who connected, as the kernel recorded it then, for as long as it lives (a pid
+        freed and taken again meanwhile would name another process)."""
+        via_console_client = caller.client == CONSOLE_CLIENT
+        if via_console_client not in caller.submitters:
+            caller.submitters[via_console_client] = submitter_of(
+                caller.peer, via_console_client=via_console_client
+            )
+        return caller.submitters[via_console_client]
 
     async def get(self, caller: Caller, params: dict[str, Any]) -> Any:
         request_id = RequestParams.model_validate(params).request_id

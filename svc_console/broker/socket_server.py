@@ -54,6 +54,7 @@ from svc_console.broker.refusal_log import RefusalLog
 from svc_console.broker.service import Broker
 from svc_console.broker.socket_folder import prepare_folder
 from svc_console.config.paths import MAX_SOCKET_PATH
+from svc_console.core.models import Submitter
 
 log = logging.getLogger(__name__)
 DEFAULT_LIMITS = Limits()
@@ -77,6 +78,7 @@ class _Connection:
     # Admitted into the room kept for registered agents: its first line must prove one.
     probation: bool = False
     subscription: Subscription | None = None  # following the queue (`approvals.follow`)
+    submitters: dict[bool, Submitter | None] = field(default_factory=dict)
     send: Callable[[_Connection, dict[str, Any]], Awaitable[None]] = field(kw_only=True)
     # (loop time) since when nothing was asked or answered: a bare newline asks nothing
     quiet_since: float = field(default_factory=lambda: asyncio.get_running_loop().time())

@@ -1,8 +1,10 @@
 """Decision path: an agent's `spend.submit` over the real Unix socket until the request is visible
 as pending (inspection, dry run against the sandbox on loopback, risk, policy, ledger commit).
 
-The broker runs in its own process as `svc-console serve` does, with the embedded sandbox on its
-thread and the benchmarks' SKILLS.md policy (`bench-policy.md`: this agent's requests are for the
+The broker runs in its own process as `svc-console serve` does, the sandbox in processes of its
+own (`sandbox_farm.py`, as the real service is elsewhere: run on a thread of the broker's process,
+it had its CPU counted as the broker's and held the broker's GIL), with the benchmarks' SKILLS.md
+policy (`bench-policy.md`: this agent's requests are for the
 operator, after every rule was checked); the agent is this process, using
 `svc_console.agent.Agent`. The clock starts before the agent encodes the call and stops when the
 broker's listeners (what the approvals screen uses) are told the request is pending. Measured on
@@ -36,6 +38,7 @@ import policy_engine
 import scrapes
 from harness import Baseline, BenchResult, Figures, Target
 from hosts import BrokerHost
+from sandbox_farm import DEFAULT_WORKERS
 
 from svc_console.agent import Agent, _encode
 
@@ -133,7 +136,9 @@ def measure_ledger(
                 scraped.append(scrapes.decision_latency(address))
 
         policy = policy_engine.policy_file()
-        with BrokerHost(home, policy=policy, profile=profile, metrics=address) as host:
+        with BrokerHost(
+            home, policy=policy, profile=profile, metrics=address, sandbox_farm=DEFAULT_WORKERS
+        ) as host:
             measure_decisions(host, WARMUP, 0)
             scrape()
             cpu = host.cpu_seconds()

@@ -26,6 +26,7 @@ from svc_console.core.names import counted_as
 from svc_console.core.states import FINAL, State, check_transition
 from svc_console.ledger import audit_chain, budgets, engine, event_data, group_commit, rows, shared
 from svc_console.ledger.audit_chain import GENESIS
+from svc_console.ledger.checkpoints import Checkpointer
 from svc_console.ledger.request_reads import JSON_COLUMNS, RequestReads
 from svc_console.ledger.schema import migrate
 from svc_console.ledger.transactions import Transactions
@@ -108,6 +109,10 @@ class Ledger(Transactions, RequestReads):
             audit_chain.check_key(self.db.conn, key, engine.url_shown(self.url or ""))
         self._head = audit_chain.HeadFile(path) if exclusive else None
         self._anchor()
+        self._checkpoints: Checkpointer | None = None
+        if exclusive and self.url is None:  # the writer of a SQLite file (`checkpoints`)
+            self._checkpoints = Checkpointer(path, self.db.conn)
+            self.commit_listeners.append(self._checkpoints.committed)
 
     def _audit_key(self, exclusive: bool) -> bytes:
         """The chain's key. Made only for a ledger with no keyed event: one that has events and
@@ -129,6 +134,9 @@ class Ledger(Transactions, RequestReads):
     def close(self) -> None:
         if getattr(self, "_group", None) is not None and getattr(self, "db", None) is not None:
             self.commit_group()
+        if getattr(self, "_checkpoints", None) is not None:
+            self._checkpoints.close()
+            self._checkpoints = None
         if getattr(self, "_head", None) is not None:
             self._head.close()
             self._head = None

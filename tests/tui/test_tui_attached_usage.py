@@ -20,7 +20,7 @@ from test_tui_attached_snapshots import attached_app
 from test_tui_usage import NOON, SEEDED, charge, read_ledger
 from textual.pilot import Pilot
 from textual.widgets import Input
-from tui_support import notices, rows, screen_text, type_text, until, usage_settled
+from tui_support import listed_notices, notices, rows, screen_text, type_text, until, usage_settled
 
 from svc_console.config.paths import Paths
 from svc_console.core.usage import UsageFilter
@@ -279,7 +279,7 @@ async def test_an_attached_usage_screen_writes_nothing_to_the_ledger(
         await until(pilot, lambda: "Usage exported" in notices(app))
         await pilot.press("s", "r", "c")
         await until(pilot, lambda: usage_settled(app) and screen.filter.is_default)
-        assert "Usage synced elsewhere" in notices(app)
+        await until(pilot, lambda: "Usage synced elsewhere" in listed_notices(app))
     assert ledger_digest(paths.ledger(sandbox=True)) == before
 
 

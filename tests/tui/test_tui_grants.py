@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 from helpers import FakeClock, agent_token
 from textual.pilot import Pilot
-from tui_support import build_console, clear_notices, notices, screen_text, started, until
+from tui_support import (
+    build_console,
+    clear_notices,
+    listed_notices,
+    screen_text,
+    started,
+    until,
+)
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams, DenyParams
@@ -87,7 +94,8 @@ async def test_grants_are_listed_and_one_is_revoked_after_a_confirmation(console
         await until(pilot, lambda: isinstance(app.screen, GrantsScreen))
         await until(pilot, lambda: grants_table(app).row_count == 1)
         assert [g.id for g in broker.grants.in_force()] == [2]
-        assert "Grant 1 revoked" in notices(app)
+        # Read from the notices said: a newer toast (requests arriving) may cover this one.
+        await until(pilot, lambda: "Grant 1 revoked" in listed_notices(app))
 
         # The ended one is shown again, dimmed and saying when it ended, on `e`.
         await pilot.press("e")

@@ -17,6 +17,7 @@ from textual.pilot import Pilot
 from tui_support import (
     build_console,
     clear_notices,
+    listed_notices,
     notices,
     record_notifications,
     rows,
@@ -254,7 +255,7 @@ async def test_resuming_an_agent_resumed_meanwhile_is_a_notification(
         app.runtime.broker.pauses.resume("flaky-bot", _elsewhere())
         await pilot.press("R")
         await until(pilot, lambda: "Could not resume" in screen_text(app))
-        assert "agent flaky-bot is not paused" in notices(app)
+        await until(pilot, lambda: "agent flaky-bot is not paused" in listed_notices(app))
         await until(pilot, lambda: shown_paused(app) == [])
         clock.resume()
         assert app.is_running and app.return_code is None

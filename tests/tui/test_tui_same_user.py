@@ -18,6 +18,7 @@ from operator_support import PASSPHRASE, past_the_wait, set_passphrase
 from textual.pilot import Pilot
 from tui_support import (
     build_console,
+    listed_notices,
     notices,
     record_notifications,
     rows,
@@ -112,7 +113,7 @@ async def test_skipped_the_channels_stay_refused_and_it_is_not_asked_again(paths
         await pilot.press("escape")
         await started(pilot)
         await until(pilot, lambda: "svc-console operators passwd" in notices(app))
-        assert "are refused until one is set" in notices(app)
+        await until(pilot, lambda: "are refused until one is set" in listed_notices(app))
         request_id = await pending(app.runtime)
         async with operator(app.runtime) as line:
             assert "svc-console operators passwd" in line.hello_info["no_credential"]

@@ -21,6 +21,7 @@ from textual.widgets import Footer, Header, Static
 from tui_support import (
     build_console,
     clear_notices,
+    listed_notices,
     notices,
     rows,
     screen_text,
@@ -298,7 +299,13 @@ async def test_a_broken_settings_file_is_not_overwritten_by_a_chosen_theme(
         await run_from_palette(pilot, "theme console-high", "Theme: console-high-contrast")
         assert app.theme == "console-high-contrast"
         await until(pilot, lambda: "Theme not saved" in screen_text(app))
-        assert "not valid TOML" in notices(app) and "this session only" in notices(app)
+        await until(
+            pilot,
+            lambda: (
+                "not valid TOML" in listed_notices(app)
+                and "this session only" in listed_notices(app)
+            ),
+        )
     assert path.read_text() == broken
 
 
@@ -428,7 +435,7 @@ async def test_broken_settings_file_keeps_the_defaults(
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await started(pilot)
         await until(pilot, lambda: "Settings not applied" in screen_text(app))
-        assert "not valid TOML" in notices(app)
+        await until(pilot, lambda: "not valid TOML" in listed_notices(app))
         assert app.theme == "console-dark"
         await until(pilot, lambda: "a Approve" in screen_text(app))  # the footer, once refreshed
 

@@ -19,7 +19,15 @@ import pytest
 from helpers import FakeClock
 from textual.pilot import Pilot
 from textual.widgets import Input, RadioSet, Select
-from tui_support import build_console, clear_notices, notices, screen_text, until, usage_settled
+from tui_support import (
+    build_console,
+    clear_notices,
+    listed_notices,
+    notices,
+    screen_text,
+    until,
+    usage_settled,
+)
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams
@@ -388,7 +396,7 @@ async def test_sync_fetches_the_services_charges_and_reconciles_them(
 
         await pilot.press("s")
         await until(pilot, lambda: "Usage synced" in notices(app))
-        assert "1 new" in notices(app)
+        await until(pilot, lambda: "1 new" in listed_notices(app))
         await until(pilot, lambda: usage_settled(app) and screen.table.total == 1)
         row = screen.table.rows[0]
         assert row.request_id == ticket["request_id"] and row.state == "ok"

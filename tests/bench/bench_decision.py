@@ -4,8 +4,8 @@ as pending (inspection, dry run against the sandbox on loopback, risk, policy, l
 The broker runs in its own process as `svc-console serve` does, the sandbox in processes of its
 own (`sandbox_farm.py`, as the real service is elsewhere: run on a thread of the broker's process,
 it had its CPU counted as the broker's and held the broker's GIL), with the benchmarks' SKILLS.md
-policy (`bench-policy.md`: this agent's requests are for the
-operator, after every rule was checked); the agent is this process, using
+policy (`bench-policy.md`: this agent's requests are for the operator, after every rule was
+checked); the agent is this process, using
 `svc_console.agent.Agent`. The clock starts before the agent encodes the call and stops when the
 broker's listeners (what the approvals screen uses) are told the request is pending. Measured on
 an empty ledger and on ledgers of 10,000, 100,000 and 1,000,000 settled requests: the target is

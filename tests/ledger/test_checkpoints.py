@@ -10,7 +10,7 @@ from pathlib import Path
 
 from helpers import eventually, plain_request
 
-from svc_console.ledger import Ledger, checkpoints
+from svc_console.ledger import Ledger, audit, checkpoints
 
 PAGE = 4096
 # Three times SQLite's own mark for a checkpoint (1,000 pages), below the writer's.
@@ -84,8 +84,6 @@ async def test_the_checkpointer_copies_the_log_back_after_commits(tmp_path):
         assert reopened.db.execute("SELECT count(*) FROM requests").fetchone() == (written,)
     finally:
         reopened.close()
-    from svc_console.ledger import audit
-
     assert audit.verify(path).intact
 
 

@@ -439,12 +439,7 @@ class ConsoleApp(NoticeLine):
     async def action_show_screen(self, name: str) -> None:
         if not self._started or name not in self._modes:
             return
-        first_visit = name not in self._screen_stacks
         await self.switch_mode(name)
-        if first_visit:
-            # Styled at its mount with the CSS in force, yet Textual leaves a mode's new screen
-            # marked stale, so its second visit re-applied the whole stylesheet (~100 ms).
-            self.screen._css_update_count = self._css_update_count
 
     async def action_quit(self) -> None:
         """q, ctrl+q and the palette's Quit: a screen holding unsaved work (a policy draft) is

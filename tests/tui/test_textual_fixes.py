@@ -117,3 +117,54 @@ async def test_a_theme_chosen_while_a_screen_was_away_is_applied_on_return():
         assert app.screen is first
         label = first.query_one("#text", Label)
         assert label.styles.color == Color.parse(app.current_theme.primary)
+
+
+# -- a screen's first visit styles that screen, not every screen again --------------------------
+
+
+class ThreePages(TwoPages):
+    MODES = {"first": Page, "second": Page, "third": Page}
+
+
+def reparses_of(app: App[None]) -> list[None]:
+    """Each time the stylesheet parses all its sources again from now on."""
+    seen: list[None] = []
+    reparse = app.stylesheet.reparse
+
+    def recording() -> None:
+        seen.append(None)
+        reparse()
+
+    app.stylesheet.reparse = recording  # type: ignore[method-assign]
+    return seen
+
+
+async def test_a_first_visit_neither_reparses_the_css_nor_restyles_the_other_screens():
+    app = ThreePages()
+    async with app.run_test() as pilot:
+        first = await both_visited(app)
+        await pilot.pause()
+        restyled, reparsed = restyles_of(app), reparses_of(app)
+        await app.switch_mode("third")
+        await pilot.pause()
+        third = app.screen
+        assert third is not first
+        assert first not in restyled
+        assert reparsed == []
+        label = third.query_one("#text", Label)
+        assert label.styles.color == Color.parse(app.current_theme.primary)
+
+
+async def test_a_theme_chosen_before_a_first_visit_styles_the_new_screen():
+    for settled in (True, False):  # the theme's refresh ran already, or is still pending
+        app = ThreePages()
+        async with app.run_test() as pilot:
+            await both_visited(app)
+            await pilot.pause()
+            app.theme = "gruvbox" if app.theme != "gruvbox" else "nord"
+            if settled:
+                await pilot.pause()
+            await app.switch_mode("third")
+            await pilot.pause()
+            label = app.screen.query_one("#text", Label)
+            assert label.styles.color == Color.parse(app.current_theme.primary), settled

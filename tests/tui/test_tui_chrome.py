@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 from helpers import FakeClock
+from textual.app import App, ComposeResult
 from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widgets import Input
+from textual.widgets._footer import FooterKey
 from tui_support import (
     build_console,
     queue,
@@ -27,7 +31,7 @@ from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.glyphs import glyph
 from svc_console.tui.usage.screen import UsageScreen
-from svc_console.tui.widgets.chrome import ScreenTabs
+from svc_console.tui.widgets.chrome import ConsoleFooter, ScreenTabs
 from svc_console.tui.widgets.giving_way import give_way
 
 LONG_NAMED = ("research-agent-with-a-long-name", "alpha-bot")
@@ -205,6 +209,57 @@ async def test_the_footer_is_drawn_before_the_app_has_the_focus(
         await until(pilot, lambda: isinstance(app.screen, UsageScreen))
         await until(pilot, lambda: "q Quit" in screen_rows(app).get(39, ""))
         assert not app.app_focus
+
+
+class TwoKeys(Screen[None]):
+    """Two inputs to move the focus between, and a key enabled only when `ready`."""
+
+    BINDINGS = [("f5", "toggle", "Toggle"), ("f6", "other", "Other")]
+    ready = False
+
+    def compose(self) -> ComposeResult:
+        yield Input(id="one")
+        yield Input(id="two")
+        yield ConsoleFooter()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.ready or None if action == "other" else True
+
+
+class FooterApp(App[None]):
+    def on_mount(self) -> None:
+        self.push_screen(TwoKeys())
+
+
+async def test_the_footer_is_rebuilt_only_when_the_keys_it_shows_changed():
+    app = FooterApp()
+    async with app.run_test(size=(120, 24)) as pilot:
+        await until(pilot, lambda: bool(app.screen.query(FooterKey)))
+        footer = app.screen.query_one(ConsoleFooter)
+        rebuilt, told = [], []
+        rebuild = footer.recompose
+
+        async def rebuilding() -> None:
+            rebuilt.append(None)
+            await rebuild()
+
+        footer.recompose = rebuilding  # type: ignore[method-assign]
+        # Told of each change of bindings after the footer (subscribed first), and answered
+        # after the same refresh: by then the footer has rebuilt itself, or chosen not to.
+        one = app.screen.query_one("#one", Input)
+        app.screen.bindings_updated_signal.subscribe(
+            one, lambda _screen: one.call_after_refresh(told.append, None)
+        )
+        other = lambda: next(k for k in app.screen.query(FooterKey) if k.action == "other")  # noqa: E731
+        assert other().has_class("-disabled")
+
+        app.screen.query_one("#two", Input).focus()  # the same keys, another widget
+        await until(pilot, lambda: len(told) >= 1)
+        assert rebuilt == []
+
+        app.screen.ready = True  # type: ignore[attr-defined]
+        app.screen.refresh_bindings()
+        await until(pilot, lambda: len(rebuilt) == 1 and not other().has_class("-disabled"))
 
 
 def test_the_web_console_draws_glyphs_a_browser_font_has():

@@ -60,8 +60,11 @@ class ConsoleFooter(Footer):
     def __init__(self) -> None:
         super().__init__()
         self._narrow: bool | None = None
+        self._composed_for: tuple | None = None  # the keys the footer shows (`_keys_shown`)
 
     def compose(self) -> ComposeResult:
+        if self._bindings_ready:
+            self._composed_for = self._keys_shown()
         keys = list(super().compose())
         for key in keys:
             if isinstance(key, FooterKey):
@@ -75,7 +78,22 @@ class ConsoleFooter(Footer):
         # the first tap: the web console's footer stayed blank until then.
         self._bindings_ready = True
         if self.is_attached and screen is self.screen:
-            self.call_after_refresh(self.recompose)
+            self.call_after_refresh(self._recompose_if_changed)
+
+    async def _recompose_if_changed(self) -> None:
+        # Textual rebuilds every key of the footer whenever its screen's bindings may have
+        # changed: at each focus change and at each return to the screen, twice or more per
+        # screen switch, though the keys shown are most often the same.
+        if self._keys_shown() != self._composed_for:
+            await self.recompose()
+
+    def _keys_shown(self) -> tuple:
+        """What `compose` draws from: each binding shown, whether it is enabled, its tooltip."""
+        return tuple(
+            (binding, enabled, tooltip)
+            for key, (_node, binding, enabled, tooltip) in self.screen.active_bindings.items()
+            if binding.show or key == self.app.COMMAND_PALETTE_BINDING
+        )
 
     def on_resize(self) -> None:
         narrow = self.app.size.width < NARROW_FOOTER

@@ -53,7 +53,7 @@ def _screens_restyled_on_return_only_when_stale() -> None:
     resumed = Screen._on_screen_resume
 
     def _on_screen_resume(self: Screen[Any], event: events.ScreenResume) -> None:
-        styled_for = (self.app._css_update_count, getattr(self.app, "_app_styles_changed", 0))
+        styled_for = _styles_in_force(self.app)
         if event.refresh_styles and getattr(self, "_styled_for", None) == styled_for:
             event = events.ScreenResume(refresh_styles=False)
         resumed(self, event)
@@ -61,6 +61,12 @@ def _screens_restyled_on_return_only_when_stale() -> None:
 
     App.update_styles = update_styles  # type: ignore[method-assign]
     Screen._on_screen_resume = _on_screen_resume  # type: ignore[method-assign]
+
+
+def _styles_in_force(app: App[Any]) -> tuple[int, int]:
+    """What a screen's styles depend on besides its own widgets: the app's CSS, and the app's
+    own classes and pseudo-classes."""
+    return (app._css_update_count, getattr(app, "_app_styles_changed", 0))
 
 
 _screens_restyled_on_return_only_when_stale()
@@ -73,7 +79,9 @@ def _a_new_screen_is_styled_once() -> None:
     again and restyles every node of every screen installed: 0.1 to 0.6 s each once a few screens
     were visited, most of a first visit. So a new screen counts as styled for the CSS in force
     when nothing changed that CSS since the app's last full refresh. A theme chosen since still
-    reaches it: that change's refresh is pending, and runs."""
+    reaches it: that change's refresh is pending, and runs. Nor is it restyled whole as it is
+    first shown (twice, for a mode's screen), which the screens' restyling on return allows
+    for a screen styled before."""
     refresh = App.refresh_css
 
     def refresh_css(self: App[Any], animate: bool = True) -> None:
@@ -86,6 +94,7 @@ def _a_new_screen_is_styled_once() -> None:
         load(self, screen)
         if getattr(self, "_css_refreshed_for", None) == self._css_update_count:
             screen._css_update_count = self._css_update_count
+            screen._styled_for = _styles_in_force(self)
 
     App.refresh_css = refresh_css  # type: ignore[method-assign]
     App._load_screen_css = _load_screen_css  # type: ignore[method-assign]

@@ -139,7 +139,7 @@ def reparses_of(app: App[None]) -> list[None]:
     return seen
 
 
-async def test_a_first_visit_neither_reparses_the_css_nor_restyles_the_other_screens():
+async def test_a_first_visit_neither_reparses_the_css_nor_restyles_screens_whole():
     app = ThreePages()
     async with app.run_test() as pilot:
         first = await both_visited(app)
@@ -150,6 +150,7 @@ async def test_a_first_visit_neither_reparses_the_css_nor_restyles_the_other_scr
         third = app.screen
         assert third is not first
         assert first not in restyled
+        assert third not in restyled  # styled as it was composed, and only then
         assert reparsed == []
         label = third.query_one("#text", Label)
         assert label.styles.color == Color.parse(app.current_theme.primary)

@@ -101,3 +101,23 @@ def _a_new_screen_is_styled_once() -> None:
 
 
 _a_new_screen_is_styled_once()
+
+
+def _a_batch_ends_by_painting_what_it_held() -> None:
+    """While the app is in a batch update (a table loading its page), a screen neither paints
+    nor restarts its paint timer, and Textual ends the batch by prompting the app alone. A screen
+    that went idle with work held in the batch (a screen just switched to, its first frame) then
+    waits for the next message it receives, seconds later or at the operator's next key: seen as
+    a screen switch that took four seconds. So the end of the last batch prompts the current
+    screen too, which paints what is pending."""
+    ended = App._end_batch
+
+    def _end_batch(self: App[Any]) -> None:
+        ended(self)
+        if not self._batch_count and self._screen_stack:
+            self.screen.check_idle()
+
+    App._end_batch = _end_batch  # type: ignore[method-assign]
+
+
+_a_batch_ends_by_painting_what_it_held()

@@ -3,16 +3,19 @@ limit: what they prevent is a console that never answers again."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import textwrap
 from collections.abc import Iterable
+from typing import Any
 
 from textual.app import App, ComposeResult
 from textual.color import Color
 from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widgets import Label
+from tui_support import until
 
 import svc_console.tui.textual_fixes  # noqa: F401  (applied on import)
 
@@ -169,3 +172,36 @@ async def test_a_theme_chosen_before_a_first_visit_styles_the_new_screen():
             await pilot.pause()
             label = app.screen.query_one("#text", Label)
             assert label.styles.color == Color.parse(app.current_theme.primary), settled
+
+
+# -- what a batch update held back is painted as the batch ends ---------------------------------
+
+
+class OnePage(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Label("text", id="text")
+
+
+async def test_a_change_held_by_a_batch_update_is_painted_when_the_batch_ends():
+    """A screen that went idle during a batch update (a table loading its page while a screen
+    is switched to) is painted when the batch ends, not at its next message, which may be the
+    operator's next key."""
+    app = OnePage()
+    async with app.run_test() as pilot:
+        await until(pilot, lambda: app._batch_count == 0)  # no batch of Textual's own is pending
+        painted = asyncio.Event()
+        display = app._display
+
+        def recording(on: Screen[None], update: Any) -> None:
+            display(on, update)
+            frame = update.render_segments(app.console) if update is not None else ""
+            if not app._batch_count and "changed in a batch" in frame:
+                painted.set()
+
+        app._display = recording  # type: ignore[method-assign]
+        with app.batch_update():
+            app.query_one("#text", Label).update("changed in a batch")
+            await pilot.pause()  # the screen goes idle, and its paint timer runs: both held
+            assert not painted.is_set()
+        # Nothing else is sent to the screen: unpainted, it would wait for ever.
+        await asyncio.wait_for(painted.wait(), timeout=30)

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from rich.text import Text
-from textual.widgets import DataTable
 
 from svc_console.core.money import format_usdc, from_atomic
 from svc_console.core.sanitize import inert_line
 from svc_console.ledger.catalogue_search import DatasetRow, EndpointRow, price_text
 from svc_console.tui.colors import Palette
+from svc_console.tui.widgets.text_cells import TextCells
 
 PAGE_SIZE = 50
 Row = TypeVar("Row", EndpointRow, DatasetRow)
@@ -50,7 +50,7 @@ class Column:
     min_table: int = 0  # shown only when the table is at least this wide
 
 
-class CatalogueTable(DataTable[Text], Generic[Row]):
+class CatalogueTable(TextCells, Generic[Row]):
     """One page of matches; `selected_id` is the id under the cursor. The columns follow the
     table's width: optional ones appear when there is room, the first one takes the rest."""
 

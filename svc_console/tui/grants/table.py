@@ -12,7 +12,6 @@ import math
 import time
 
 from rich.text import Text
-from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
 from svc_console.core.money import format_usdc, from_atomic
@@ -20,6 +19,7 @@ from svc_console.core.sanitize import inert_line
 from svc_console.ledger.grants import GrantRow
 from svc_console.tui.colors import Palette
 from svc_console.tui.widgets.giving_way import fit_table
+from svc_console.tui.widgets.text_cells import TextCells
 
 COLUMNS = (
     ("id", "grant"),
@@ -73,7 +73,7 @@ def cells(grant: GrantRow, now: float, colours: Palette) -> list[Text]:
     ]
 
 
-class GrantsTable(DataTable[Text]):
+class GrantsTable(TextCells):
     """The grants shown, drawn again only when their rows read differently."""
 
     def __init__(self, *, id: str | None = None) -> None:

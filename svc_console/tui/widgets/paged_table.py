@@ -19,15 +19,15 @@ from collections.abc import Callable, Iterable
 from rich.text import Text
 from textual import events
 from textual.message import Message
-from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
 from svc_console.core.models import SpendRequest
 from svc_console.tui.colors import Palette
 from svc_console.tui.widgets.giving_way import fit_table
+from svc_console.tui.widgets.text_cells import TextCells
 
 
-class PagedTable(DataTable[Text]):
+class PagedTable(TextCells):
     """One page of requests keyed by request id; subclasses say which columns and cells."""
 
     COLUMNS: tuple[tuple[str, str], ...] = ()

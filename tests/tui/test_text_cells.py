@@ -1,0 +1,126 @@
+"""`TextCells` draws a one-line `Text` cell in one pass: it must draw exactly what Textual's
+DataTable draws for the same cell, character by character and style by style, whatever the
+text's width, alignment, overflow and styles, under the cursor or not."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+from textual.widgets import DataTable
+
+from svc_console.tui.widgets.text_cells import TextCells
+
+WORDS = [
+    "",
+    "a",
+    "hello world",
+    "x" * 30,
+    "漢字のテキスト",  # two cells a character: a width can split one
+    "ok 👍 done",
+    "trailing   ",
+    "   leading",
+    "research-bot · 0.125 USDC",
+]
+STYLES = ["plain", "base", "spans", "base and spans"]
+JUSTIFY = [None, "left", "center", "right", "full"]
+OVERFLOW = [None, "fold", "crop", "ellipsis"]
+WIDTHS = [3, 7, 12, 40]  # the column's width with its padding (one space each side)
+
+
+def cell(words: str, styled: str, justify: str | None, overflow: str | None) -> Text:
+    text = Text(words, justify=justify, overflow=overflow)  # type: ignore[arg-type]
+    if styled in ("base", "base and spans"):
+        text.style = "green on #202020"
+    if styled in ("spans", "base and spans") and len(words) > 2:
+        text.stylize("bold red", 1, len(words) // 2 + 1)
+        text.stylize(Style(underline=True), len(words) // 3)
+    return text
+
+
+CELLS = [cell(*combination) for combination in itertools.product(WORDS, STYLES, JUSTIFY, OVERFLOW)]
+
+
+class Textuals(DataTable[Text]):
+    pass
+
+
+class Ours(TextCells):
+    pass
+
+
+class BothTables(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Textuals(zebra_stripes=True, cursor_type="row")
+        yield Ours(zebra_stripes=True, cursor_type="row")
+
+    def on_mount(self) -> None:
+        for table in (self.query_one(Textuals), self.query_one(Ours)):
+            table.add_column("cell", key="cell")
+            for n, text in enumerate(CELLS):
+                table.add_row(text, key=str(n))
+
+
+def painted(lines: list[list[Segment]]) -> list[list[tuple[str, Style | None]]]:
+    """Each line as its characters with their styles: where segments split is not drawn."""
+    return [[(char, segment.style) for segment in line for char in segment.text] for line in lines]
+
+
+CASES = [
+    (row, width, cursor_and_hover)
+    for width in WIDTHS
+    for row in range(len(CELLS))
+    for cursor_and_hover in [(False, False), (True, False), (False, True)]
+]
+BASE = Style(color="white", bgcolor="#0a0a30")
+
+
+async def drawn_by(pilot: Pilot[None], table: DataTable[Text], focused: bool) -> list[Any]:
+    """Every case drawn by `table`, focused or not (the cursor's colours follow the focus)."""
+    pilot.app.set_focus(table if focused else None)
+    await pilot.pause()
+    assert table.has_focus == focused
+    drawn = []
+    for row, width, (cursor, hover) in CASES:
+        if row == 0:
+            table._clear_caches()  # a cell is cached by its row and column: one width a column
+        drawn.append(painted(table._render_cell(row, 0, BASE, width, cursor, hover)))
+    return drawn
+
+
+async def test_every_cell_is_drawn_as_textuals_datatable_draws_it():
+    app = BothTables()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        textuals, ours = app.query_one(Textuals), app.query_one(Ours)
+        for focused in (True, False):
+            expected = await drawn_by(pilot, textuals, focused)
+            drawn = await drawn_by(pilot, ours, focused)
+            assert len(drawn) == len(expected) == len(CELLS) * len(WIDTHS) * 3
+            for case, mine, theirs in zip(CASES, drawn, expected, strict=True):
+                row, width, cursor_and_hover = case
+                assert mine == theirs, (CELLS[row], width, cursor_and_hover, focused)
+                assert [sum(cell_len(char) for char, _ in line) for line in mine] == [width]
+
+
+async def test_a_cell_textual_draws_its_own_way_is_left_to_it():
+    """A cell that wraps, or holds a tab, goes through DataTable's own drawing."""
+    app = BothTables()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        textuals, ours = app.query_one(Textuals), app.query_one(Ours)
+        for table in (textuals, ours):
+            table.add_row(Text("one\ttab"), key="tab")
+            table.add_row(Text("wraps", no_wrap=False), key="wraps")
+        await pilot.pause()
+        app.set_focus(None)
+        await pilot.pause()
+        for row in (len(CELLS), len(CELLS) + 1):
+            expected = textuals._render_cell(row, 0, BASE, 12)
+            assert painted(ours._render_cell(row, 0, BASE, 12)) == painted(expected)

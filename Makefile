@@ -26,9 +26,12 @@ demo: $(STAMP)
 # The suite on one worker a core (pytest-xdist; WORKERS=n to choose), TESTS=path for a part of
 # it. --dist worksteal: the tests' lengths differ by a thousandfold (a crash or load run takes
 # minutes, most take a tenth of a second), so a fixed share per worker ends with one still busy;
-# a worker whose queue runs out takes half of the other's instead.
+# a worker whose queue runs out takes half of the other's instead. The tests start svc-console
+# in hundreds of processes of their own (the command line, brokers, agents): its modules are
+# compiled once into __pycache__ for all of them, also where the environment says not to write
+# bytecode (PYTHONDONTWRITEBYTECODE). docs/performance.md has what it saves.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(or $(WORKERS),auto) --dist worksteal $(TESTS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n $(or $(WORKERS),auto) --dist worksteal $(TESTS)
 
 # The broker, policy and ledger tests under `python -O`, which drops every assert of the package:
 # no check that input can fail may be one (the tests' own asserts are pytest's, kept).

@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import DataTable
+from tui_support import until
 
 from svc_console.tui.widgets.text_cells import TextCells
 
@@ -124,3 +125,46 @@ async def test_a_cell_textual_draws_its_own_way_is_left_to_it():
         for row in (len(CELLS), len(CELLS) + 1):
             expected = textuals._render_cell(row, 0, BASE, 12)
             assert painted(ours._render_cell(row, 0, BASE, 12)) == painted(expected)
+
+
+class Widths(App[None]):
+    """Each word in a column of its own; a second row in some holds a tab or a second line,
+    which Textual measures its own way."""
+
+    def compose(self) -> ComposeResult:
+        yield Textuals()
+        yield Ours()
+
+    def on_mount(self) -> None:
+        for table in (self.query_one(Textuals), self.query_one(Ours)):
+            for n in range(len(WORDS)):
+                table.add_column(f"c{n}", key=f"c{n}")
+            table.add_row(*(cell(words, "spans", None, None) for words in WORDS), key="words")
+            table.add_row(Text("a\tlong tab"), Text("two\nlines here"), key="others")
+
+
+async def test_every_column_is_measured_as_textuals_datatable_measures_it():
+    app = Widths()
+    async with app.run_test(size=(200, 20)) as pilot:
+        # Measured on the tables' idle, after the rows are added.
+        await until(
+            pilot, lambda: not any(t._require_update_dimensions for t in app.query(DataTable))
+        )
+        textuals, ours = app.query_one(Textuals), app.query_one(Ours)
+        theirs = [column.content_width for column in textuals.ordered_columns]
+        mine = [column.content_width for column in ours.ordered_columns]
+        assert mine == theirs
+        assert ours.virtual_size == textuals.virtual_size
+        assert theirs[2:] == [cell_len(words) for words in WORDS[2:]]
+        assert theirs[:2] != [cell_len(words) for words in WORDS[:2]]  # the tab, the lines
+
+    # Every row of one line: measured without Textual's help, and the table still sized.
+    app = BothTables()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(
+            pilot, lambda: not any(t._require_update_dimensions for t in app.query(DataTable))
+        )
+        textuals, ours = app.query_one(Textuals), app.query_one(Ours)
+        theirs = [column.content_width for column in textuals.ordered_columns]
+        assert [column.content_width for column in ours.ordered_columns] == theirs == [30]
+        assert ours.virtual_size == textuals.virtual_size

@@ -11,6 +11,8 @@ cells, row labels, taller rows and anything that is not a one-line `Text` keep T
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.console import Console
 from rich.containers import Lines
 from rich.segment import Segment
@@ -18,6 +20,7 @@ from rich.style import Style
 from rich.text import Text
 from textual._types import SegmentLines
 from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
 
 _NO_STYLE = Style.null()
 
@@ -48,8 +51,31 @@ def cell_line(
     return list(Segment.apply_style([margin, *segments, margin], pre, post))
 
 
+def one_line(cell: object) -> bool:
+    """A `Text` of one line, without tabs: what `cell_line` draws and `TextCells` measures."""
+    return isinstance(cell, Text) and "\n" not in cell.plain and "\t" not in cell.plain
+
+
 class TextCells(DataTable[Text]):
-    """A DataTable whose one-line `Text` cells are drawn by `cell_line`."""
+    """A DataTable whose one-line `Text` cells are drawn by `cell_line`, and measured by their
+    length in cells: Textual measures each new cell through Rich (new console options, every
+    word's length), a few milliseconds a page of new rows."""
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        others: list[RowKey] = []
+        columns = self.ordered_columns
+        for row_key in new_rows:
+            row_index = self._row_locations.get(row_key)
+            row = self.rows.get(row_key)
+            if row_index is None or row is None:
+                continue  # gone before the table measured it
+            cells = self._get_row_renderables(row_index).cells
+            if row.label is not None or row.auto_height or not all(map(one_line, cells)):
+                others.append(row_key)
+                continue
+            for column, cell in zip(columns, cells, strict=False):
+                column.content_width = max(column.content_width, cell.cell_len)
+        super()._update_dimensions(others)  # measures those, and sizes the table
 
     def _render_cell(
         self,
@@ -83,11 +109,9 @@ class TextCells(DataTable[Text]):
         if (
             row is None
             or row.height != 1
-            or not isinstance(cell, Text)
+            or not one_line(cell)
             or cell.no_wrap is False
             or cell.overflow == "ignore"
-            or "\n" in cell.plain
-            or "\t" in cell.plain
         ):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         component_style, post_style = self._get_styles_to_render_cell(

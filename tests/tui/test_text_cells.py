@@ -143,28 +143,28 @@ class Widths(App[None]):
             table.add_row(Text("a\tlong tab"), Text("two\nlines here"), key="others")
 
 
+async def measured(pilot: Pilot[None]) -> tuple[list[int], list[int]]:
+    """Each column's width as Textual's table measured it, and as ours did; the tables' sizes
+    agree. Measured on the tables' idle, after the rows are added."""
+    app = pilot.app
+    await until(pilot, lambda: not any(t._require_update_dimensions for t in app.query(DataTable)))
+    textuals, ours = app.query_one(Textuals), app.query_one(Ours)
+    assert ours.virtual_size == textuals.virtual_size
+    return (
+        [column.content_width for column in textuals.ordered_columns],
+        [column.content_width for column in ours.ordered_columns],
+    )
+
+
 async def test_every_column_is_measured_as_textuals_datatable_measures_it():
     app = Widths()
     async with app.run_test(size=(200, 20)) as pilot:
-        # Measured on the tables' idle, after the rows are added.
-        await until(
-            pilot, lambda: not any(t._require_update_dimensions for t in app.query(DataTable))
-        )
-        textuals, ours = app.query_one(Textuals), app.query_one(Ours)
-        theirs = [column.content_width for column in textuals.ordered_columns]
-        mine = [column.content_width for column in ours.ordered_columns]
+        theirs, mine = await measured(pilot)
         assert mine == theirs
-        assert ours.virtual_size == textuals.virtual_size
         assert theirs[2:] == [cell_len(words) for words in WORDS[2:]]
         assert theirs[:2] != [cell_len(words) for words in WORDS[:2]]  # the tab, the lines
-
     # Every row of one line: measured without Textual's help, and the table still sized.
     app = BothTables()
     async with app.run_test(size=(100, 30)) as pilot:
-        await until(
-            pilot, lambda: not any(t._require_update_dimensions for t in app.query(DataTable))
-        )
-        textuals, ours = app.query_one(Textuals), app.query_one(Ours)
-        theirs = [column.content_width for column in textuals.ordered_columns]
-        assert [column.content_width for column in ours.ordered_columns] == theirs == [30]
-        assert ours.virtual_size == textuals.virtual_size
+        theirs, mine = await measured(pilot)
+        assert mine == theirs == [30]

@@ -29,7 +29,7 @@ demo: $(STAMP)
 # a worker whose queue runs out takes half of the other's instead. The tests start svc-console
 # in hundreds of processes of their own (the command line, brokers, agents): its modules are
 # compiled once into __pycache__ for all of them, also where the environment says not to write
-# bytecode (PYTHONDONTWRITEBYTECODE). docs/performance.md has what it saves.
+# bytecode (PYTHONDONTWRITEBYTECODE). docs/development.md has what it saves.
 test: $(STAMP)
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n $(or $(WORKERS),auto) --dist worksteal $(TESTS)
 

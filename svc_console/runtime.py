@@ -113,6 +113,9 @@ class Runtime:
     metrics_at: tuple[str, int] | None = None
     metrics: MetricsServer | None = None
     usage: UsageFollower | None = None  # the background usage sync
+    # What the usage sync's first run waits for, when set: the TUI's first full screen, which
+    # that run (its HTTP client made, its imports) held back by a fifth of a second.
+    usage_first_after: asyncio.Event | None = None
     _policy_watch: asyncio.Task[None] | None = None
     _owns_sandbox: bool = False
     _sandbox_address: tuple[str, str] | None = None
@@ -215,7 +218,7 @@ class Runtime:
         # The embedded sandbox's charges end with its process: synced once more at the stop.
         last = self.service is None and self._owns_sandbox
         self.usage = UsageFollower(self.sync_usage, self.broker.clock, sync_at_stop=last)
-        self.usage.start(self.broker)
+        self.usage.start(self.broker, first_after=self.usage_first_after)
 
     async def _open_sockets(self) -> None:
         from svc_console.broker.agent_access import AgentAccess

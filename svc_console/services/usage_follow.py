@@ -1,8 +1,10 @@
-"""The usage history kept current without anyone pressing `s`: synced when the console starts,
-every few minutes, and shortly after each execution ends (when a new charge is likely), under
-`serve` as in the TUI. A failed sync is logged and tried again at the next occasion; it never
-stops the console. Where the service ends with the console (the embedded sandbox), one more sync
-at the stop keeps the charges of its last moments.
+"""The usage history kept current without anyone pressing `s`: synced when the console starts
+(in the TUI, once its screens are open: the first sync makes an HTTP client, a fifth of a
+second the first screen would otherwise wait for), every few minutes, and shortly after each
+execution ends (when a new charge is likely), under `serve` as in the TUI. A failed sync is
+logged and tried again at the next occasion; it never stops the console. Where the service ends
+with the console (the embedded sandbox), one more sync at the stop keeps the charges of its last
+moments.
 """
 
 from __future__ import annotations
@@ -46,9 +48,10 @@ class UsageFollower:
         # Told after each sync, failed or not (a screen reloads, or says why it failed).
         self.listeners: list[Callable[[], None]] = []
 
-    def start(self, broker: Any) -> None:
+    def start(self, broker: Any, *, first_after: asyncio.Event | None = None) -> None:
+        """`first_after`: the first sync waits for it (the TUI's screen, drawn first)."""
         self._unsubscribe = broker.subscribe(self._changed)
-        self._task = asyncio.create_task(self._run(), name="usage-follow")
+        self._task = asyncio.create_task(self._run(first_after), name="usage-follow")
 
     async def stop(self) -> None:
         if self._unsubscribe is not None:
@@ -75,7 +78,9 @@ class UsageFollower:
         if request.state in _CHARGES_LIKELY:
             self.sync_soon()
 
-    async def _run(self) -> None:
+    async def _run(self, first_after: asyncio.Event | None) -> None:
+        if first_after is not None:
+            await first_after.wait()
         while True:
             await self._once()
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation

@@ -114,6 +114,7 @@ class ConsoleApp(NoticeLine):
         self._screen_problems: list[str] = []
         self._bound_screens: set[str] = set()
         self.screens_open = False  # every screen discovered, its mode added and its key bound
+        self._screens_opened = asyncio.Event()  # set with `screens_open`
         self._settings_file = settings_file or settings_path(home)
         preferences = load_preferences(self._settings_file)
         # The operator's remapped keys by binding id; help and the palette show keys through it.
@@ -203,6 +204,9 @@ class ConsoleApp(NoticeLine):
         self._screen_problems = navigation.discover([navigation.HOME])
         self._bind_screen_keys()
         self.refresh_bindings()
+        if hasattr(self.runtime, "usage_first_after"):  # a console running its own broker
+            # Its first usage sync waits for the other screens to open, after the home screen.
+            self.runtime.usage_first_after = self._screens_opened
         try:
             await self.runtime.start()
         except Exception as exc:
@@ -336,6 +340,7 @@ class ConsoleApp(NoticeLine):
         self._bind_screen_keys()
         self.refresh_bindings()
         self.screens_open = True
+        self._screens_opened.set()
         for tabs in self.screen.query(ScreenTabs):
             tabs.refresh()
         self._report_screen_problems(problems)

@@ -56,6 +56,26 @@ async def pay_one_search(app: ConsoleApp) -> None:
     assert done["state"] == "succeeded"
 
 
+async def test_the_first_background_sync_waits_until_every_screen_is_open(
+    console: Callable[..., ConsoleApp], usage_clock: FakeClock
+):
+    """Its HTTP client's making and imports would hold the console's first full screen back:
+    the first sync starts once the home screen is drawn and the other screens are open."""
+    app = console()
+    runtime = app.runtime
+    sync, screens_open_at_sync = runtime.sync_usage, []
+
+    async def recorded() -> Any:
+        screens_open_at_sync.append(app.screens_open)
+        return await sync()
+
+    runtime.sync_usage = recorded  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: runtime.usage is not None and runtime.usage.last_synced_at)
+        assert runtime.usage.last_error is None
+        assert screens_open_at_sync[0] is True
+
+
 async def test_a_background_sync_updates_the_label_and_reloads_the_table(
     console: Callable[..., ConsoleApp], usage_clock: FakeClock
 ):

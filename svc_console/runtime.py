@@ -113,8 +113,8 @@ class Runtime:
     metrics_at: tuple[str, int] | None = None
     metrics: MetricsServer | None = None
     usage: UsageFollower | None = None  # the background usage sync
-    # What the usage sync's first run waits for, when set: the TUI's first full screen, which
-    # that run (its HTTP client made, its imports) held back by a fifth of a second.
+    # What the usage sync's first run waits for, when set: the TUI's screens opening (that run
+    # makes an HTTP client, which held the first full screen back by a fifth of a second).
     usage_first_after: asyncio.Event | None = None
     _policy_watch: asyncio.Task[None] | None = None
     _owns_sandbox: bool = False
@@ -466,16 +466,10 @@ class Runtime:
         """Stop everything started; `leaving`: the process exits next, so the embedded sandbox is
         told to stop and not waited for."""
         gc.unfreeze()  # what this start froze may now be garbage (a test's, the TUI's restart)
-        for service in (self.metrics, self.slack):
+        for service in (self.metrics, self.slack, self.notifier, self.usage):
             if service is not None:
                 await service.stop()
-        self.metrics = self.slack = None
-        if self.notifier is not None:
-            await self.notifier.stop()
-            self.notifier = None
-        if self.usage is not None:
-            await self.usage.stop()
-            self.usage = None
+        self.metrics = self.slack = self.notifier = self.usage = None
         await cancel_and_wait([self._policy_watch, self._sandbox_watch])
         self._policy_watch = self._sandbox_watch = None
         for socket in (self.socket, self.operator_socket):

@@ -21,6 +21,7 @@ from svc_console.agent import AsyncAgent
 from svc_console.broker.params import ApproveParams
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
+from svc_console.tui.usage.screen import UsageScreen
 
 __all__ = ["console", "usage_clock"]  # fixtures, shared with the usage tests
 
@@ -74,6 +75,23 @@ async def test_the_first_background_sync_waits_until_every_screen_is_open(
         await until(pilot, lambda: runtime.usage is not None and runtime.usage.last_synced_at)
         assert runtime.usage.last_error is None
         assert screens_open_at_sync[0] is True
+
+
+async def test_a_sync_that_ends_before_the_screen_is_shown_is_on_it(
+    console: Callable[..., ConsoleApp], usage_clock: FakeClock
+):
+    """A screen made, then a sync ended, then the screen shown: it tells no listener of the
+    screen's (none is added before the screen is mounted), and the screen still says so."""
+    app = console()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.screens_open and app.runtime.usage.last_synced_at)
+        screen = UsageScreen(app.runtime)
+        assert screen.sync_status.synced_at == app.runtime.usage.last_synced_at
+        usage_clock.advance(180)
+        await background_sync(pilot)
+        await app.push_screen(screen)
+        await until(pilot, lambda: usage_settled(app))
+        assert "synced 12:03 UTC" in screen_text(app)
 
 
 async def test_a_background_sync_updates_the_label_and_reloads_the_table(

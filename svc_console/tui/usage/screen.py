@@ -180,6 +180,7 @@ class UsageScreen(Screen[None]):
         self._redraw()
         if self.source.follower is not None:
             self.source.follower.listeners.append(self._background_synced)
+            self._read_follower()  # a sync that ended since the screen was made told no one
         # The sums of a million rows keep a core busy for a while: started once the first frame
         # (with its rows) is out, they never hold it up.
         self.call_after_refresh(self._start_summary)

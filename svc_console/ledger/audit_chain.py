@@ -63,8 +63,12 @@ _CHUNK = 500  # host parameters per IN (...) list
 _string = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 
+# Made once: json.dumps with options builds this same encoder at every call (several a decision).
+_CANONICAL = json.JSONEncoder(separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def sha256_text(text: str) -> str:

@@ -18,7 +18,7 @@ from svc_console.cli import main
 from svc_console.config.paths import Paths
 from svc_console.core.models import Decision, Outcome, Receipt, SpendRequest
 from svc_console.core.states import State
-from svc_console.ledger import Ledger
+from svc_console.ledger import Ledger, audit_chain
 from svc_console.ledger.audit import AuditError, AuditReport, verify
 from svc_console.ledger.engine import open_database
 
@@ -115,6 +115,16 @@ def test_an_empty_ledger_verifies(tmp_path: Path):
     write_ledger(path, requests=0)
     report = verify(path)
     assert report.intact and report.verified == 0
+
+
+def test_the_canonical_json_every_link_and_seal_covers_is_pinned():
+    """Every ledger written so far was linked with these exact bytes: sorted keys, no spaces,
+    text as it is, Python's spelling of floats and of NaN, integers of any size."""
+    value = {"b": 1.5, "a": "é\n\u2028\x00", "c": [None, True, 10**30, 1e-05, 1e20, float("nan")]}
+    assert audit_chain.dumps(value) == (
+        '{"a":"é\\n\u2028\\u0000","b":1.5,"c":[null,true,1000000000000000000000000000000,'
+        "1e-05,1e+20,NaN]}"
+    )
 
 
 def test_whole_number_times_verify(tmp_path: Path):

@@ -215,6 +215,8 @@ def run(runs: int) -> list[BenchResult]:
             ledger.close()
 
     cpu_time, read = Figures.of(cpu_samples), Figures.of(words)
+    # What the requests came to: a row of denials never reaches the auto-approve rules.
+    verdicts = "outcomes: " + ", ".join(f"{n:,} {o}" for o, n in sorted(outcomes.items()))
     rules = _count_rules(policy.loaded.rules)
     context = {
         "rules": rules,
@@ -248,7 +250,8 @@ def run(runs: int) -> list[BenchResult]:
                 "reading_the_words_us": {"median": round(read.median, 1), "p99": read.p99},
             },
             note=(
-                f"{rules} rules; CPU time per admission: median {cpu_time.median:.1f} µs;"
+                f"{rules} rules; {verdicts};"
+                f" CPU time per admission: median {cpu_time.median:.1f} µs;"
                 f" reading a verdict's words whole later: median {read.median:.0f} µs"
             ),
         ),
@@ -263,7 +266,7 @@ def run(runs: int) -> list[BenchResult]:
             context={**context, "path": "CompiledPolicy.evaluate(brakes=True), facts prebuilt"},
             note=(
                 f"totals from {loaded_rows:,} ledger rows in {load_ms:.0f} ms;"
-                f" {len(requests):,} distinct requests judged in turn"
+                f" {len(requests):,} distinct requests judged in turn; {verdicts}"
             ),
         ),
     ]

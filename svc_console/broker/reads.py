@@ -18,6 +18,7 @@ from typing import Any
 from svc_console.broker import errors
 from svc_console.broker.secret_refusal import refuse_secrets_in
 from svc_console.broker.service import Broker
+from svc_console.core.canonical_json import canonical_json
 from svc_console.core.models import Kind, SpendRequest
 from svc_console.core.states import State
 from svc_console.market import errors as market_errors
@@ -76,8 +77,7 @@ class Reads:
         }
 
     def _record(self, agent: str, tool: str, arguments: dict[str, Any]) -> None:
-        text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        digest = hashlib.sha256(text.encode()).hexdigest()
+        digest = hashlib.sha256(canonical_json(arguments).encode()).hexdigest()
         ledger = self.broker.ledger
         with ledger.transaction():
             data = {"agent": agent, "tool": tool, "arguments_sha256": digest}

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
+from svc_console.core.canonical_json import canonical_json
 from svc_console.core.models import EndpointRecord, Estimate, Evidence, Kind, SpendRequest
 from svc_console.core.money import Usdc
 from svc_console.core.networks import USDC_ASSETS, caip2
@@ -55,10 +56,6 @@ def utc_text(seconds: float) -> str:
 
 # Whole seconds since the epoch, written as an ISO-8601 UTC time.
 UtcTime = Annotated[int, BeforeValidator(_utc_seconds), PlainSerializer(utc_text, return_type=str)]
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def sha256_of(value: Any) -> str:

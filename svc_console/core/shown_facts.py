@@ -11,11 +11,11 @@ what approving lets be paid.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from decimal import Decimal
 from typing import Any
 
+from svc_console.core.canonical_json import canonical_json
 from svc_console.core.models import Estimate, SpendRequest
 from svc_console.core.money import format_usdc
 from svc_console.core.sanitize import inert_line
@@ -63,10 +63,7 @@ def ceiling(request: SpendRequest) -> Decimal | None:
 
 def facts_digest(request: SpendRequest) -> str:
     """The sha256 of the shown facts in one canonical JSON form."""
-    text = json.dumps(
-        shown_facts(request), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(canonical_json(shown_facts(request)).encode()).hexdigest()
 
 
 def changed_since_shown(request: SpendRequest) -> str:

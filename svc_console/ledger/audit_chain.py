@@ -29,6 +29,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from svc_console.core.canonical_json import canonical_json
+
 GENESIS = "0" * 64
 # table -> (key column, the columns sealed; None: every column)
 SEALED: dict[str, tuple[str, tuple[str, ...] | None]] = {
@@ -63,12 +65,7 @@ _CHUNK = 500  # host parameters per IN (...) list
 _string = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 
-# Made once: json.dumps with options builds this same encoder at every call (several a decision).
-_CANONICAL = json.JSONEncoder(separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-
-
-def dumps(value: Any) -> str:
-    return _CANONICAL.encode(value)
+dumps = canonical_json  # what every link and seal covers
 
 
 def sha256_text(text: str) -> str:

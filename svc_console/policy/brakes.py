@@ -27,7 +27,6 @@ pause between them, so concurrent submissions cannot pass a limit together.
 from __future__ import annotations
 
 import hashlib
-import json
 import statistics
 from collections import deque
 from collections.abc import Hashable, Iterable
@@ -36,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from svc_console.core.canonical_json import canonical_json
 from svc_console.core.money import format_usdc, from_atomic
 from svc_console.core.names import counted_as
 from svc_console.core.same_inputs import comparable
@@ -83,8 +83,6 @@ class Ended:
     failed: bool | None
 
 
-# The json fallback, made once: json.dumps with options builds an encoder per call.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 SHORT_INPUTS = 48  # bytes of canonical JSON kept as they are rather than hashed
 
 
@@ -98,7 +96,7 @@ def canonical_digest(inputs: Any) -> bytes:
     try:
         text = orjson.dumps(inputs, option=orjson.OPT_SORT_KEYS)
     except TypeError:
-        text = _CANONICAL.encode(inputs).encode()
+        text = canonical_json(inputs).encode()
     if len(text) <= SHORT_INPUTS:
         return text
     return hashlib.blake2b(text, digest_size=16).digest()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from typing import Any
 
+from svc_console.core.canonical_json import canonical_json
 from svc_console.core.models import EndpointRecord
 from svc_console.sandbox import upstream
 
@@ -35,7 +36,7 @@ def runtime_price(record: EndpointRecord, inputs: dict[str, Any], factor: Decima
     else:
         low, high = pricing.min_usdc, pricing.max_usdc
         steps = int((high - low) / PRICE_STEP)  # type: ignore[operator]
-        seed = upstream.digest("price", record.id, upstream.canonical(inputs))
+        seed = upstream.digest("price", record.id, canonical_json(inputs))
         base = low + PRICE_STEP * (int.from_bytes(seed[:8], "big") % (steps + 1))  # type: ignore[operator]
     return times(base, factor)
 

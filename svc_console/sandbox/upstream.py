@@ -18,6 +18,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from svc_console.core.canonical_json import canonical_json
 from svc_console.core.models import EndpointRecord
 
 # A fixed instant stands in for "now" so answers do not change between runs.
@@ -27,17 +28,13 @@ FILES = "https://files.sandbox.example"
 Answer = tuple[str, str, str]  # (content type, body, body encoding)
 
 
-def canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 def digest(*parts: str) -> bytes:
     return hashlib.sha256("\x1f".join(parts).encode()).digest()
 
 
 def respond(record: EndpointRecord, kind: str, inputs: dict[str, Any]) -> Answer:
     """The provider's answer to one paid call."""
-    seed = digest(record.id, canonical(inputs))
+    seed = digest(record.id, canonical_json(inputs))
     rng = random.Random(seed)
     if record.domain_type == "A1":
         return "image/png", base64.b64encode(_png(seed)).decode(), "base64"

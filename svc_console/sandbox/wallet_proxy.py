@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from svc_console.core.canonical_json import canonical_json
 from svc_console.core.models import DryRun, EndpointRecord, Outcome, Receipt
 from svc_console.core.money import format_usdc, parse_usdc
 from svc_console.sandbox import upstream
@@ -186,7 +187,7 @@ class _WalletProxy:
         self, request: Request, record: EndpointRecord, protocol: str, call: Call
     ) -> Response:
         key = call.idempotency_key or f"sbx-{uuid.uuid4().hex}"
-        fingerprint = upstream.digest(protocol, record.id, upstream.canonical(call.inputs)).hex()
+        fingerprint = upstream.digest(protocol, record.id, canonical_json(call.inputs)).hex()
         state = self.state
         # One lock from the replay check to the stored answer: a key runs at most once.
         with state.lock:

@@ -113,8 +113,7 @@ class ConsoleApp(NoticeLine):
         # starts (`_start`), the others once it is drawn (`_open_other_screens`).
         self._screen_problems: list[str] = []
         self._bound_screens: set[str] = set()
-        self.screens_open = False  # every screen discovered, its mode added and its key bound
-        self._screens_opened = asyncio.Event()  # set with `screens_open`
+        self._screens_opened = asyncio.Event()  # see `screens_open`
         self._settings_file = settings_file or settings_path(home)
         preferences = load_preferences(self._settings_file)
         # The operator's remapped keys by binding id; help and the palette show keys through it.
@@ -243,6 +242,11 @@ class ConsoleApp(NoticeLine):
             return
         await self._open()
 
+    @property
+    def screens_open(self) -> bool:
+        """Every screen discovered, its mode added and its key bound."""
+        return self._screens_opened.is_set()
+
     def _sign_in(self) -> Any:
         """Who signs in once operator accounts exist: an attached console's own sign-in (to
         the broker it attached to), else the one of this console's own broker."""
@@ -339,7 +343,6 @@ class ConsoleApp(NoticeLine):
                 self.add_mode(entry.name, partial(self._build_screen, entry))
         self._bind_screen_keys()
         self.refresh_bindings()
-        self.screens_open = True
         self._screens_opened.set()
         for tabs in self.screen.query(ScreenTabs):
             tabs.refresh()

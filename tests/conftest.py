@@ -20,6 +20,7 @@ from textual import _wait
 from svc_console.broker import BrokerConfig
 from svc_console.config.paths import Paths
 from svc_console.runtime import Runtime
+from svc_console.tui.approvals import notices
 
 # A decision's evidence names the deciding process (its /proc comm); screens show it. The same
 # name whether the suite was started as `python -m pytest` or as `pytest`, so snapshots agree.
@@ -40,6 +41,11 @@ for _variable in ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", 
 # after a key is seen within a few milliseconds. Tests never rely on the pause outlasting work:
 # they wait for the state they assert (`until`).
 _wait.SLEEP_GRANULARITY = 0.005
+
+# The approvals screen gathers arrivals for a second and spaces its announcements five seconds
+# apart, for an operator's eyes. The tests wait for announcements as events, and at that pace a
+# test with two arrivals waited six seconds. tests/tui/test_announcer_pace.py holds the pacing.
+notices.GATHER_S, notices.SPACING_S = 0.2, 1.0
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -33,6 +33,7 @@ from svc_console.core.states import State
 from svc_console.demo import PERSONAS, TRAFFIC, run_persona
 from svc_console.runtime import Runtime
 from svc_console.tui.app import ConsoleApp
+from svc_console.tui.approvals import notices as announcer
 from svc_console.tui.approvals.detail import RequestDetail
 from svc_console.tui.approvals.history import HistoryTable
 from svc_console.tui.help import HelpScreen
@@ -63,7 +64,9 @@ async def submit(app: ConsoleApp, count: int = 1) -> list[str]:
 # -- notices ------------------------------------------------------------------------------------
 
 
-async def test_a_burst_of_arrivals_is_one_notice_and_the_header_counts_them(console):
+async def test_a_burst_of_arrivals_is_one_notice_and_the_header_counts_them(console, monkeypatch):
+    # Gathered for the operator's second, so that four submissions in a row are one burst.
+    monkeypatch.setattr(announcer, "GATHER_S", 1.0)
     app = console()
     said = record_notifications(app)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:

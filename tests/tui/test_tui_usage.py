@@ -395,8 +395,9 @@ async def test_sync_fetches_the_services_charges_and_reconciles_them(
         assert done["state"] == "succeeded"
 
         await pilot.press("s")
-        await until(pilot, lambda: "Usage synced" in notices(app))
-        await until(pilot, lambda: "1 new" in listed_notices(app))
+        # Read in the list of notices said: the arrival's announcement may come after the sync's
+        # and be the one drawn.
+        await until(pilot, lambda: "Usage synced 1 new" in listed_notices(app))
         await until(pilot, lambda: usage_settled(app) and screen.table.total == 1)
         row = screen.table.rows[0]
         assert row.request_id == ticket["request_id"] and row.state == "ok"
@@ -406,7 +407,7 @@ async def test_sync_fetches_the_services_charges_and_reconciles_them(
         # Syncing again finds nothing new.
         await clear_notices(pilot)
         await pilot.press("s")
-        await until(pilot, lambda: "0 new, 1 unchanged" in notices(app))
+        await until(pilot, lambda: "Usage synced 0 new, 1 unchanged" in listed_notices(app))
         assert screen.table.total == 1
 
         # A charge written behind the screen's back appears on `r`.

@@ -4,7 +4,9 @@ second the first screen would otherwise wait for), every few minutes, and shortl
 execution ends (when a new charge is likely), under `serve` as in the TUI. A failed sync is
 logged and tried again at the next occasion; it never stops the console. Where the service ends
 with the console (the embedded sandbox), one more sync at the stop keeps the charges of its last
-moments.
+moments, if an execution began since the last sync did: with none, there is nothing new to
+fetch, and a stop right after a start does not wait for an HTTP client and a service still
+starting.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ EVERY_S = 300.0
 SETTLE_S = 2.0  # after an execution ends: let a burst of them end too, then sync once
 STOP_SYNC_S = 10.0  # the most the last sync may hold up a stop
 _CHARGES_LIKELY = frozenset({State.succeeded, State.failed, State.unknown})
+# From here on a charge may exist, even before its call ends (the stop's last sync).
+_CHARGES_POSSIBLE = _CHARGES_LIKELY | {State.executing}
 
 
 class UsageFollower:
@@ -45,6 +49,8 @@ class UsageFollower:
         self.last_synced_at: float | None = None
         self.last_result: Any = None
         self.last_error: str | None = None
+        # An execution began since the last sync began: a charge may be unsynced.
+        self._unsynced = False
         # Told after each sync, failed or not (a screen reloads, or says why it failed).
         self.listeners: list[Callable[[], None]] = []
 
@@ -59,7 +65,7 @@ class UsageFollower:
             self._unsubscribe = None
         task, self._task = self._task, None
         await cancel_and_wait([task])
-        if task is not None and self._sync_at_stop:
+        if task is not None and self._sync_at_stop and self._unsynced:
             try:
                 async with asyncio.timeout(STOP_SYNC_S):
                     await self._once()
@@ -75,6 +81,8 @@ class UsageFollower:
         return self._task is not None and not self._task.done()
 
     def _changed(self, request: SpendRequest) -> None:
+        if request.state in _CHARGES_POSSIBLE:
+            self._unsynced = True
         if request.state in _CHARGES_LIKELY:
             self.sync_soon()
 
@@ -92,11 +100,14 @@ class UsageFollower:
             self._soon.clear()
 
     async def _once(self) -> None:
+        unsynced, self._unsynced = self._unsynced, False
         try:
             self.last_result = await self._sync()
         except asyncio.CancelledError:
+            self._unsynced |= unsynced
             raise
         except Exception as exc:  # the service may be away: try again at the next occasion
+            self._unsynced |= unsynced
             self.last_result, self.last_error = None, f"{type(exc).__name__}: {exc}"
             log.warning("background usage sync failed: %s", self.last_error)
         else:

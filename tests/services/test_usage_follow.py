@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from helpers import eventually, submit
+from helpers import eventually, plain_request, submit
 from operator_support import operator_knowing
 
 from svc_console.core.states import State
@@ -83,8 +83,10 @@ async def test_stopping_as_a_sync_is_asked_for_still_stops():
 
 async def test_a_service_that_ends_with_the_console_is_synced_once_more_at_the_stop():
     """The embedded sandbox's charges end with its process: the follower told so syncs one last
-    time as it stops (a charge made since the last sync is kept); one that is not, does not."""
-    for last, expected in ((True, 2), (False, 1)):
+    time as it stops when an execution began since its last sync (its charge is kept). With no
+    execution since, or a service that outlives the console, it does not."""
+    executing = plain_request().model_copy(update={"state": State.executing})
+    for last, executed, expected in ((True, True, 2), (True, False, 1), (False, True, 1)):
         synced: list[int] = []
         first = asyncio.Event()
 
@@ -94,13 +96,50 @@ async def test_a_service_that_ends_with_the_console_is_synced_once_more_at_the_s
 
         follower = UsageFollower(sync, clock=lambda: 0.0, sync_at_stop=last)
         follower.listeners.append(first.set)
-        follower.start(Subscribable())
+        broker = Subscribable()
+        follower.start(broker)
         await first.wait()  # the sync at start
+        if executed:
+            broker.tell(executing)  # a call under way: the service may have charged it
         await follower.stop()
-        assert len(synced) == expected, last
+        assert len(synced) == expected, (last, executed)
         assert not follower.running
 
 
+async def test_a_sync_that_fails_leaves_the_execution_before_it_for_the_stop():
+    """An execution, then a sync that fails: the charge is still unsynced, and the stop syncs."""
+    outcomes = [RuntimeError("service away"), None, None]
+    calls: list[int] = []
+    first = asyncio.Event()
+
+    async def sync() -> None:
+        calls.append(1)
+        outcome = outcomes[len(calls) - 1]
+        if outcome is not None:
+            raise outcome
+
+    follower = UsageFollower(sync, clock=lambda: 0.0, sync_at_stop=True)
+    follower.listeners.append(first.set)
+    broker = Subscribable()
+    follower.start(broker)
+    # Told before the first sync begins (its task runs at the loop's next turn); that sync fails.
+    broker.tell(plain_request().model_copy(update={"state": State.executing}))
+    await first.wait()
+    assert follower.last_error is not None
+    await follower.stop()
+    assert len(calls) == 2
+
+
 class Subscribable:
+    """A broker's `subscribe` alone: `tell` hands a request to its listener."""
+
+    def __init__(self) -> None:
+        self.listeners: list = []
+
     def subscribe(self, listener):
+        self.listeners.append(listener)
         return lambda: None
+
+    def tell(self, request) -> None:
+        for listener in self.listeners:
+            listener(request)

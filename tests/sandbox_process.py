@@ -71,9 +71,14 @@ class SandboxProcess:
         )
         return self
 
-    def stop(self) -> None:
+    def stop(self, *, graceful: bool = True) -> None:
+        """Stdin closed, for a graceful stop (the calls it is serving end first, or five seconds
+        pass); `graceful=False` once the test has what it needs from the calls still held (by a
+        latency fault, say): killed."""
         if getattr(self, "http", None) is not None:
             self.http.close()
+        if not graceful:
+            self.process.kill()
         if self.process.stdin is not None and not self.process.stdin.closed:
             self.process.stdin.close()
         try:

@@ -109,8 +109,12 @@ class PagedTable(TextCells):
         when it left, `gone_id` names it and nothing is selected (the cursor waits at the same
         row, hidden). `cursor` puts it on a given row (0, or -1 for the last), as the operator's
         own move does."""
+        page = {request.id: request for request in requests}
+        if cursor is None and self._shows(page, now, colours):
+            self.requests = page  # newer records of the same rows: nothing to draw
+            return
         keep, index = self.gone_id or self.selected_id, self.cursor_row
-        self.requests = {request.id: request for request in requests}
+        self.requests = page
         self._natural = {key: len(label) for key, label in self.COLUMNS}
         with self.app.batch_update():
             self.clear()
@@ -138,6 +142,19 @@ class PagedTable(TextCells):
             else:
                 row = index
             self.move_cursor(row=max(0, min(row, self.row_count - 1)))
+
+    def _shows(self, page: dict[str, SpendRequest], now: float, colours: Palette) -> bool:
+        """Whether the table shows this page already, in this order, each cell as it would be
+        drawn now, with the selection on one of its rows. A page read again after requests
+        arrived past its end (the queue's usual case under load) then rebuilds nothing: a
+        rebuild makes the table draw every visible cell again, at each arrival."""
+        if self.gone_id is not None or list(page) != list(self.requests):
+            return False
+        return all(
+            list(map(_drawn, self.get_row(request_id)))
+            == list(map(_drawn, self.cells(request, now, colours)))
+            for request_id, request in page.items()
+        )
 
     def let_go(self, request_ids: Iterable[str]) -> None:
         """The operator is deciding these requests here: when they leave, the cursor stays at
@@ -231,3 +248,8 @@ class PagedTable(TextCells):
         # DataTable's own handler (every class's along the MRO), which moves the cursor.
         self.gone_id = None
         self.show_cursor = True
+
+
+def _drawn(cell: Text) -> tuple[object, ...]:
+    """What of a cell shows on screen (`Text`'s own equality leaves its style out)."""
+    return (cell.plain, cell.style, cell.spans, cell.justify, cell.overflow, cell.no_wrap)

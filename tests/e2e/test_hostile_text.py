@@ -15,6 +15,7 @@ import time
 import unicodedata
 from collections.abc import Iterator
 from decimal import Decimal
+from functools import cache
 from types import MappingProxyType
 from typing import Any
 
@@ -76,18 +77,18 @@ IDS = [name for name, _ in HOSTILE]
 
 def unsafe(text: str, allowed: str = "") -> list[str]:
     """The characters of `text` that must not be shown as themselves."""
-    found = []
-    for char in text:
-        if char in allowed:
-            continue
-        code = ord(char)
-        if (
-            unicodedata.category(char) in FORBIDDEN_CATEGORIES
-            or code == BRAILLE_BLANK
-            or any(low <= code <= high for low, high in DEFAULT_IGNORABLE)
-        ):
-            found.append(f"U+{code:04X}")
-    return found
+    return [f"U+{ord(char):04X}" for char in text if char not in allowed and _unsafe(char)]
+
+
+@cache
+def _unsafe(char: str) -> bool:
+    # Asked of every character of every screen the hostile tests read: each is judged once.
+    code = ord(char)
+    return (
+        unicodedata.category(char) in FORBIDDEN_CATEGORIES
+        or code == BRAILLE_BLANK
+        or any(low <= code <= high for low, high in DEFAULT_IGNORABLE)
+    )
 
 
 def rendered(text: str) -> tuple[str, list[Any]]:

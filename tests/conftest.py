@@ -18,6 +18,7 @@ from postgres import ENGINES, RUNTIME_ENGINE, engines_of, url_for
 from textual import _wait
 
 from svc_console.broker import BrokerConfig
+from svc_console.config import slow_hash
 from svc_console.config.paths import Paths
 from svc_console.runtime import Runtime
 from svc_console.tui.approvals import notices
@@ -46,6 +47,12 @@ _wait.SLEEP_GRANULARITY = 0.005
 # apart, for an operator's eyes. The tests wait for announcements as events, and at that pace a
 # test with two arrivals waited six seconds. tests/tui/test_announcer_pace.py holds the pacing.
 notices.GATHER_S, notices.SPACING_S = 0.2, 1.0
+
+# Passphrases and operators' tokens are kept as scrypt hashes that take a fifth of a second to
+# check, on purpose. Those the tests make in this process cost an eighth of that: a hash carries
+# its cost in its text, so the console checks either kind. tests/config/test_slow_hash.py holds
+# the console's own cost, in a process of its own.
+slow_hash.N = 2**12
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -114,7 +114,8 @@ async def send_code(pilot: Pilot[Any], flow: str, username: str | None = None) -
 
 
 async def enter_code(pilot: Pilot[Any], form: OnboardingForm, code: str) -> None:
-    assert pilot.app.focused is form.code
+    # The form asks for the code's focus as it says a code was sent; the focus moves after.
+    await until(pilot, lambda: pilot.app.focused is form.code)
     await type_text(pilot, code)
     await pilot.press("enter")
     await until(pilot, lambda: not form.waiting_for_code and "Checking" not in status(form))

@@ -110,7 +110,8 @@ class PagedTable(TextCells):
         row, hidden). `cursor` puts it on a given row (0, or -1 for the last), as the operator's
         own move does."""
         page = {request.id: request for request in requests}
-        if cursor is None and self._shows(page, now, colours):
+        rows = {request_id: self.cells(r, now, colours) for request_id, r in page.items()}
+        if cursor is None and self._shows(rows):
             self.requests = page  # newer records of the same rows: nothing to draw
             return
         keep, index = self.gone_id or self.selected_id, self.cursor_row
@@ -118,10 +119,9 @@ class PagedTable(TextCells):
         self._natural = {key: len(label) for key, label in self.COLUMNS}
         with self.app.batch_update():
             self.clear()
-            for request in self.requests.values():
-                cells = self.cells(request, now, colours)
+            for request_id, cells in rows.items():
                 self._measure(cells)
-                self.add_row(*cells, key=request.id)
+                self.add_row(*cells, key=request_id)
             self.fit_columns()
             if cursor is not None or keep in self.requests:
                 self.gone_id = None
@@ -143,17 +143,16 @@ class PagedTable(TextCells):
                 row = index
             self.move_cursor(row=max(0, min(row, self.row_count - 1)))
 
-    def _shows(self, page: dict[str, SpendRequest], now: float, colours: Palette) -> bool:
-        """Whether the table shows this page already, in this order, each cell as it would be
-        drawn now, with the selection on one of its rows. A page read again after requests
-        arrived past its end (the queue's usual case under load) then rebuilds nothing: a
-        rebuild makes the table draw every visible cell again, at each arrival."""
-        if self.gone_id is not None or list(page) != list(self.requests):
+    def _shows(self, rows: dict[str, list[Text]]) -> bool:
+        """Whether the table shows these rows already (each request's cells as drawn now), in
+        this order, with the selection on one of them. A page read again after requests arrived
+        past its end (the queue's usual case under load) then rebuilds nothing: a rebuild makes
+        the table draw every visible cell again, at each arrival."""
+        if self.gone_id is not None or list(rows) != list(self.requests):
             return False
         return all(
-            list(map(_drawn, self.get_row(request_id)))
-            == list(map(_drawn, self.cells(request, now, colours)))
-            for request_id, request in page.items()
+            list(map(_drawn, self.get_row(request_id))) == list(map(_drawn, cells))
+            for request_id, cells in rows.items()
         )
 
     def let_go(self, request_ids: Iterable[str]) -> None:

@@ -12,6 +12,8 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.coordinate import Coordinate
+from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 from tui_support import until
@@ -168,3 +170,66 @@ async def test_every_column_is_measured_as_textuals_datatable_measures_it():
     async with app.run_test(size=(100, 30)) as pilot:
         theirs, mine = await measured(pilot)
         assert mine == theirs == [30]
+
+
+class Lines(App[None]):
+    """Two tables of the same rows, several columns each, narrower than the screen (their rows
+    are carried out to the edge), taller than it (scrolled)."""
+
+    def compose(self) -> ComposeResult:
+        yield Textuals(zebra_stripes=True)
+        yield Ours(zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        for table in self.query(DataTable):
+            for n in range(3):
+                table.add_column(f"c{n}", key=f"c{n}")
+            for row in range(40):
+                table.add_row(*(CELLS[(row * 7 + n * 13) % len(CELLS)] for n in range(3)))
+
+
+def setups() -> list[dict[str, Any]]:
+    """Every way a line's drawing can differ: the cursor's kind and place, the hover, the
+    focus, the stripes, a fixed column or a labelled row (which keep DataTable's own lines)."""
+    cases: list[dict[str, Any]] = []
+    for kind in ("row", "cell", "column", "none"):
+        for cursor, hover in [((0, 0), None), ((3, 1), (5, 2)), ((7, 2), (7, 0))]:
+            for focused in (True, False):
+                cases.append(dict(kind=kind, cursor=cursor, hover=hover, focused=focused))
+    cases.append(dict(kind="row", cursor=(2, 0), hover=None, focused=True, zebra=False))
+    cases.append(dict(kind="row", cursor=(4, 1), hover=(1, 1), focused=True, scroll=6))
+    cases.append(dict(kind="cell", cursor=(1, 1), hover=None, focused=True, fixed=1))
+    cases.append(dict(kind="row", cursor=(1, 0), hover=None, focused=True, labelled=True))
+    return cases
+
+
+async def drawn_lines(pilot: Pilot[None], table: DataTable[Text], case: dict[str, Any]) -> Any:
+    table.cursor_type = case["kind"]
+    table.zebra_stripes = case.get("zebra", True)
+    table.fixed_columns = case.get("fixed", 0)
+    if case.get("labelled") and "label" not in table.rows:
+        table.add_row(*CELLS[:3], key="label", label=Text("a label"))
+        await until(pilot, lambda: not table._require_update_dimensions)  # measured on idle
+    table.move_cursor(row=case["cursor"][0], column=case["cursor"][1], animate=False)
+    table.scroll_to(y=case.get("scroll", 0), animate=False)
+    pilot.app.set_focus(table if case["focused"] else None)
+    await pilot.pause()
+    if case["hover"] is not None:
+        table._show_hover_cursor = True
+        table.hover_coordinate = Coordinate(*case["hover"])
+    table._clear_caches()
+    return painted(table.render_lines(Region(0, 0, *table.size)))
+
+
+async def test_every_line_is_drawn_as_textuals_datatable_draws_it():
+    """Whole lines, as a frame asks for them: the cells, the stripes, the cursor and the hover,
+    the row carried out to the table's edge, each with the meta a click reads."""
+    app = Lines()
+    async with app.run_test(size=(130, 24)) as pilot:
+        await pilot.pause()
+        textuals, ours = app.query_one(Textuals), app.query_one(Ours)
+        for case in setups():
+            expected = await drawn_lines(pilot, textuals, case)
+            drawn = await drawn_lines(pilot, ours, case)
+            assert textuals.size == ours.size and len(expected) == ours.size.height
+            assert drawn == expected, case

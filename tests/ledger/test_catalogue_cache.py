@@ -40,19 +40,21 @@ from svc_console.services.catalogue_sync import SyncProgress, SyncReport, sync_c
 SYNCED_AT = 1_795_000_000.0
 
 
-@pytest.fixture(scope="module")
+# For the worker's whole session, not the module's: a worker that runs this module's tests in
+# two stretches, others between, would otherwise sync the whole catalogue again (4 to 5 s).
+@pytest.fixture(scope="session")
 def server() -> Iterator[SandboxServer]:
     served = SandboxServer()
     served.start()
     yield served
-    served.stop()
+    served.stop(wait=False)  # the worker is leaving: no need to wait out uvicorn's shutdown
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def synced(
     server: SandboxServer, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, SyncReport, list[SyncProgress]]:
-    """A ledger file whose cache was synced from the sandbox over HTTP, once for the module."""
+    """A ledger file whose cache was synced from the sandbox over HTTP, once for the worker."""
     path = tmp_path_factory.mktemp("catalogue") / "ledger.db"
     Ledger(path).close()
     seen: list[SyncProgress] = []

@@ -184,7 +184,7 @@ class Lines(App[None]):
         for table in self.query(DataTable):
             for n in range(3):
                 table.add_column(f"c{n}", key=f"c{n}")
-            for row in range(40):
+            for row in range(24):
                 table.add_row(*(CELLS[(row * 7 + n * 13) % len(CELLS)] for n in range(3)))
 
 
@@ -193,9 +193,12 @@ def setups() -> list[dict[str, Any]]:
     focus, the stripes, a fixed column or a labelled row (which keep DataTable's own lines)."""
     cases: list[dict[str, Any]] = []
     for kind in ("row", "cell", "column", "none"):
-        for cursor, hover in [((0, 0), None), ((3, 1), (5, 2)), ((7, 2), (7, 0))]:
+        for cursor, hover in [((0, 0), None), ((3, 1), (5, 2))]:
             for focused in (True, False):
                 cases.append(dict(kind=kind, cursor=cursor, hover=hover, focused=focused))
+        # Hovering the cursor's own row, or its own column.
+        cases.append(dict(kind=kind, cursor=(7, 2), hover=(7, 0), focused=True))
+        cases.append(dict(kind=kind, cursor=(2, 1), hover=(6, 1), focused=True))
     cases.append(dict(kind="row", cursor=(2, 0), hover=None, focused=True, zebra=False))
     cases.append(dict(kind="row", cursor=(4, 1), hover=(1, 1), focused=True, scroll=6))
     cases.append(dict(kind="cell", cursor=(1, 1), hover=None, focused=True, fixed=1))

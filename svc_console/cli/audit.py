@@ -17,9 +17,8 @@ broker that is using it.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from svc_console.cli.errors import EXIT_USAGE, CommandError
 
@@ -81,8 +80,7 @@ def _ledger_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@dataclass(frozen=True)
-class _Target:
+class _Target(NamedTuple):  # not a dataclass: `--help` would import dataclasses for it
     path: Path
     url: str | None
     home: Path

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -119,6 +118,8 @@ def _carried_out(
 
 
 def run_status(args: argparse.Namespace) -> int:
+    import subprocess  # here, not for every command: `--help` would pay for it
+
     from svc_console.services.broker_probe import running_broker
     from svc_console.services.service_unit import installed_service
 

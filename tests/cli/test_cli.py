@@ -131,6 +131,23 @@ def test_help_for_every_command():
         assert "usage: svc-console" in result.stdout
 
 
+def test_help_imports_only_what_the_parser_needs():
+    """`--help` is the start-up an operator waits on most often: the modules a command needs
+    only once it runs (a dataclass for the audit's ledger, the subprocess of `service status`)
+    are imported then, not here."""
+    code = (
+        "import sys\n"
+        "from svc_console.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert "usage: svc-console" in done.stdout
+    loaded = set(done.stdout.splitlines()[-1].split())  # after the help it printed
+    assert "svc_console.cli.audit" in loaded  # the parser was built, every command with it
+    assert not {"dataclasses", "subprocess"} & loaded
+
+
 def test_serve_refuses_a_second_broker_on_the_same_home(served):
     second = run("serve", timeout=20)
     assert second.returncode == 1

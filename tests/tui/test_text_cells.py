@@ -184,7 +184,7 @@ class Lines(App[None]):
         for table in self.query(DataTable):
             for n in range(3):
                 table.add_column(f"c{n}", key=f"c{n}")
-            for row in range(24):
+            for row in range(40):
                 table.add_row(*(CELLS[(row * 7 + n * 13) % len(CELLS)] for n in range(3)))
 
 
@@ -216,7 +216,11 @@ async def drawn_lines(pilot: Pilot[None], table: DataTable[Text], case: dict[str
     table.move_cursor(row=case["cursor"][0], column=case["cursor"][1], animate=False)
     table.scroll_to(y=case.get("scroll", 0), animate=False)
     pilot.app.set_focus(table if case["focused"] else None)
-    await pilot.pause()
+    # The scroll and the focus are applied after a refresh: wait for them, not for a moment.
+    await until(
+        pilot,
+        lambda: table.has_focus == case["focused"] and table.scroll_y == case.get("scroll", 0),
+    )
     if case["hover"] is not None:
         table._show_hover_cursor = True
         table.hover_coordinate = Coordinate(*case["hover"])

@@ -87,8 +87,7 @@ BASE = Style(color="white", bgcolor="#0a0a30")
 async def drawn_by(pilot: Pilot[None], table: DataTable[Text], focused: bool) -> list[Any]:
     """Every case drawn by `table`, focused or not (the cursor's colours follow the focus)."""
     pilot.app.set_focus(table if focused else None)
-    await pilot.pause()
-    assert table.has_focus == focused
+    await until(pilot, lambda: table.has_focus == focused)  # told by a message, once handled
     drawn = []
     for row, width, (cursor, hover) in CASES:
         if row == 0:

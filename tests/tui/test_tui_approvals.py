@@ -587,8 +587,7 @@ async def test_history_tab_shows_outcomes_and_charges(console: Callable[..., Con
         await rows(pilot, 0)
 
         await pilot.press("h")
-        await until(pilot, lambda: history(app).row_count == 2)
-        assert history(app).has_focus
+        await until(pilot, lambda: history(app).row_count == 2 and history(app).has_focus)
         assert list(history(app).requests) == [second, first]  # newest first
         text = screen_text(app)
         assert "succeeded" in text and "denied" in text and "History 2" in text

@@ -162,7 +162,8 @@ async def answered(pilot: Pilot[Any], scr: CatalogueScreen, kind: str, expected:
 def skill_shown(scr: CatalogueScreen) -> bool:
     selected = scr.tabs[MARKET].selected
     markdown = scr.query_one(InertMarkdown)
-    return selected in scr.skills and len(markdown.children) > 0
+    text = scr.skills.get(selected) if selected is not None else None
+    return text is not None and markdown.shown == inert_markdown(text)
 
 
 def trial_shown(scr: CatalogueScreen) -> bool:
@@ -326,9 +327,11 @@ async def test_search_as_you_type_follows_every_keystroke(
         assert "No API matches" in screen_text(app)
         # escape clears the search and goes back to the list.
         await pilot.press("escape")
-        await until(pilot, lambda: total(scr, MARKET) == len(catalog().endpoints))
+        await until(
+            pilot,
+            lambda: total(scr, MARKET) == len(catalog().endpoints) and scr.table(MARKET).has_focus,
+        )
         assert scr.query_one("#market-search", Input).value == ""
-        assert scr.table(MARKET).has_focus
 
 
 async def test_tab_keys_move_and_zoom(console: Callable[..., ConsoleApp], cached: Path):
@@ -354,8 +357,14 @@ async def test_tab_keys_move_and_zoom(console: Callable[..., ConsoleApp], cached
         await until(pilot, lambda: not scr.has_class("-zoomed"))
         # d and m switch tabs; the keys of the other tab are not offered.
         await pilot.press("d")
-        await until(pilot, lambda: scr.active == DATASETS and total(scr, DATASETS) == 364)
-        assert scr.table(DATASETS).has_focus
+        await until(
+            pilot,
+            lambda: (
+                scr.active == DATASETS
+                and total(scr, DATASETS) == 364
+                and scr.table(DATASETS).has_focus
+            ),
+        )
         assert scr.check_action("toggle_verified", ()) is False
         assert scr.check_action("next_sort", ()) is True
         await pilot.press("m")

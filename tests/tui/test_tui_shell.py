@@ -568,5 +568,10 @@ async def test_question_mark_opens_help_as_f1_does_but_types_in_a_text_field(con
         await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
         await pilot.press("slash")  # the filter field of the approvals screen
         await pilot.press("a", "question_mark")
-        await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
-        assert app.focused is not None and getattr(app.focused, "value", None) == "a?"
+        await until(
+            pilot,
+            lambda: (
+                not isinstance(app.screen, HelpScreen)
+                and getattr(app.focused, "value", None) == "a?"
+            ),
+        )

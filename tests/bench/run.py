@@ -38,6 +38,7 @@ ORDER = (
     "approvals",
     "usage",
     "catalogue",
+    "skill_view",
     "startup",
 )
 MODULE_TIMEOUT_S = 3600

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from svc_console.ledger.engine import Database
 
 JSON_COLUMNS = ("inputs", "endpoint", "estimate", "risk", "verdict", "submitter")
+HYDRATED_MAX = 256  # models kept by the rows they were read from: a few pages of a screen
 # A request with its latest decision and its last outcome, in one statement (on both engines):
 # `get` runs several times on every request's path.
 _DECISION = ("id", "approved", "by", "at", "ceiling_usdc", "note", "evidence")
@@ -184,7 +185,26 @@ class RequestReads:
 
     def _hydrate(self, values: Any) -> SpendRequest:
         """A row of `_WHOLE` as the model: the request's columns, its latest decision's, then
-        its last outcome."""
+        its last outcome.
+
+        A screen reads its page again after every decision and every burst of arrivals, and
+        most rows come back as they were; decoding their JSON and validating them again was most
+        of a page's read. The model of a row read before is kept, by the row's every value:
+        a row that changed in any column is another key, so nothing can be served stale. Models
+        are frozen, so callers can share one."""
+        kept: dict[tuple, SpendRequest] = self.__dict__.setdefault("_hydrated", {})
+        key = tuple(values)
+        try:
+            found = kept.get(key)
+        except TypeError:  # a value that cannot be a key (none of the two engines gives one)
+            return self._model(values)
+        if found is None:
+            if len(kept) >= HYDRATED_MAX:
+                kept.clear()
+            found = kept[key] = self._model(values)
+        return found
+
+    def _model(self, values: Any) -> SpendRequest:
         columns = self._columns("requests")
         count = len(columns)
         row = dict(zip(columns, values[:count], strict=True))

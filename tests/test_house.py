@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from helpers import parse_sources
 
 import svc_console
 
@@ -50,8 +51,8 @@ def test_no_module_is_over_500_lines():
 
 def test_no_function_is_over_80_lines():
     long = {}
-    for path in _modules():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for path, tree in parse_sources(_modules()):
+        for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = node.end_lineno - node.lineno + 1
                 if lines > MAX_FUNCTION_LINES:
@@ -64,11 +65,8 @@ def test_no_screen_or_widget_opens_the_ledger_itself(module):
     tui = PACKAGE / "tui"
     offenders = [
         _name(p)
-        for p in sorted(tui.rglob("*.py"))
-        if any(
-            name == module or name.startswith(f"{module}.")
-            for name in _imports(ast.parse(p.read_text(encoding="utf-8")))
-        )
+        for p, tree in parse_sources(sorted(tui.rglob("*.py")))
+        if any(name == module or name.startswith(f"{module}.") for name in _imports(tree))
     ]
     assert offenders == []
 
@@ -90,7 +88,7 @@ def test_every_package_the_code_imports_is_declared():
 
     providers = importlib.metadata.packages_distributions()
     imported = {
-        name.split(".")[0] for path in _modules() for name in _imports(ast.parse(path.read_text()))
+        name.split(".")[0] for _, tree in parse_sources(_modules()) for name in _imports(tree)
     }
     third_party = imported - set(sys.stdlib_module_names) - {"svc_console"}
     undeclared = {

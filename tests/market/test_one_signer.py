@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from helpers import parse_sources
+
 import svc_console
 from svc_console.broker.secret_refusal import OwnSecrets
 from svc_console.runtime import Runtime
@@ -33,10 +35,10 @@ def approving_bodies(tree: ast.AST) -> Iterator[int]:
 
 def test_only_the_signer_tells_the_wallet_proxy_to_pay():
     found = {}
-    for path in PACKAGE.rglob("*.py"):
-        if "sandbox" in path.relative_to(PACKAGE).parts:
-            continue  # the marketplace's stand-in reads such bodies; it sends none
-        lines = list(approving_bodies(ast.parse(path.read_text())))
+    # The marketplace's stand-in (sandbox) reads such bodies; it sends none.
+    paths = [p for p in PACKAGE.rglob("*.py") if "sandbox" not in p.relative_to(PACKAGE).parts]
+    for path, tree in parse_sources(paths):
+        lines = list(approving_bodies(tree))
         if lines:
             found[str(path.relative_to(PACKAGE))] = lines
     assert list(found) == ["market/signer.py"], found

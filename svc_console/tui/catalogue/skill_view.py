@@ -65,8 +65,9 @@ class InertMarkdown(Markdown):
     headings, the call flow), and most others are paragraphs with other words. Textual's
     `update` mounts a new widget for every block of every document (a hundred or more, each
     styled and laid out afresh: most of a move's time). `show` keeps a block whose text is
-    unchanged, gives a paragraph or code block at the same place its new words, and mounts
-    only the rest. What is drawn is what a new widget would draw (a test compares them)."""
+    unchanged, gives a paragraph, a code block or a list's one-paragraph items at the same
+    place their new words, and mounts only the rest. What is drawn is what a new widget would
+    draw (a test compares them)."""
 
     DEFAULT_CSS = """
     InertMarkdown { padding: 0; margin: 0; }
@@ -112,7 +113,8 @@ class InertMarkdown(Markdown):
 
     async def _reuse(self, current: MarkdownBlock, block: MarkdownBlock, lines: list[str]) -> bool:
         """Whether `current` now shows what `block` would: kept as it is when its text is the
-        same, or given the new words when it is a paragraph or code block as `block` is."""
+        same, or given the new words when it is a paragraph or a code block as `block` is, or a
+        bullet list of as many one-paragraph items."""
         if type(current) is not type(block):
             return False
         if _text(self._lines, current.source_range) == _text(lines, block.source_range):

@@ -58,8 +58,6 @@ async def _measure(home: Path, pending: int) -> dict[str, list[float]]:
     from svc_console.tui.approvals.screen import ApprovalsScreen
 
     # When the detail was redrawn (the screen applied a key), and when each frame was composed.
-    # Headless, Textual still composes every frame and hands it to `_display`, which only skips
-    # writing it to a terminal.
     shown: list[tuple[float, str | None]] = []
     original_show = RequestDetail.show
 
@@ -68,17 +66,9 @@ async def _measure(home: Path, pending: int) -> dict[str, list[float]]:
         shown.append((time.perf_counter(), request.id if request else None))
 
     RequestDetail.show = show  # type: ignore[method-assign]
-    frames: list[float] = []
     runtime = Runtime(paths=Paths(home=home, socket=home / "svc.sock", explicit_home=True))
     app = ConsoleApp(runtime, cursor_blink=False)
-    display = app._display
-
-    def counting_display(screen: Any, renderable: Any) -> None:
-        display(screen, renderable)
-        if renderable is not None:
-            frames.append(time.perf_counter())
-
-    app._display = counting_display  # type: ignore[method-assign]
+    frames = harness.Frames(app)
     samples: dict[str, list[float]] = {}
     async with app.run_test(size=TERMINAL) as pilot:
         # The app switches to the screen while it starts: wait until its queue is composed.
@@ -107,8 +97,7 @@ async def _measure(home: Path, pending: int) -> dict[str, list[float]]:
                 await _until(lambda: applied() is not None)
                 at = applied()
                 assert at is not None
-                await _until(lambda at=at: any(t >= at for t in frames))
-                frame = next(t for t in frames if t >= at)
+                frame = await frames.first_after(at)
                 times.append((frame - start) * 1000)
                 await pilot.pause(0.02)
             samples[key] = times

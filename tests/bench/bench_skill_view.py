@@ -43,15 +43,7 @@ async def _measure(documents: list[tuple[Any, str]], *, textual_update: bool) ->
             yield EndpointDetail()
 
     app = Pane()
-    frames: list[float] = []
-    display = app._display
-
-    def counting_display(screen: Any, renderable: Any) -> None:
-        display(screen, renderable)
-        if renderable is not None:
-            frames.append(time.perf_counter())
-
-    app._display = counting_display  # type: ignore[method-assign]
+    frames = harness.Frames(app)
     times = []
     async with app.run_test(size=(PANE[0] + 2, PANE[1] + 2)) as pilot:
         detail = app.query_one(EndpointDetail)
@@ -68,10 +60,7 @@ async def _measure(documents: list[tuple[Any, str]], *, textual_update: bool) ->
                 detail.show_skill(text, colours)
                 while markdown.shown != inert_markdown(text):
                     await asyncio.sleep(0.0002)
-            mounted = time.perf_counter()
-            while not any(t >= mounted for t in frames):
-                await asyncio.sleep(0.0002)
-            frame = next(t for t in frames if t >= mounted)
+            frame = await frames.first_after(time.perf_counter())  # once it is mounted
             times.append((frame - start) * 1000)
             await pilot.pause(0.02)
     return times

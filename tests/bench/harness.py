@@ -278,6 +278,33 @@ async def time_ms_async(
     return samples
 
 
+class Frames:
+    """When a headless Textual app composed each of its frames: Textual still composes every
+    frame and hands it to the app's `_display`, which only skips writing it to a terminal."""
+
+    def __init__(self, app: Any) -> None:
+        self.times: list[float] = []  # perf_counter seconds
+        display = app._display
+
+        def counting_display(screen: Any, renderable: Any) -> None:
+            display(screen, renderable)
+            if renderable is not None:
+                self.times.append(time.perf_counter())
+
+        app._display = counting_display
+
+    async def first_after(self, at: float, timeout: float = 30.0) -> float:
+        """The time of the first frame composed at or after `at`, once there is one."""
+        import asyncio
+
+        deadline = time.perf_counter() + timeout
+        while (frame := next((t for t in self.times if t >= at), None)) is None:
+            if time.perf_counter() > deadline:
+                raise TimeoutError("no frame was composed in time")
+            await asyncio.sleep(0.0002)
+        return frame
+
+
 @dataclass(frozen=True)
 class ProcessRun:
     wall_ms: float

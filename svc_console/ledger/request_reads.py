@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from svc_console.core.models import Decision, SpendRequest
 from svc_console.core.money import from_atomic
 from svc_console.core.states import FINAL, State
+from svc_console.ledger import endpoint_records
 from svc_console.ledger.request_windows import RequestQuery
 
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from svc_console.ledger.engine import Database
 
 JSON_COLUMNS = ("inputs", "endpoint", "estimate", "risk", "verdict", "submitter")
+_DECODED = tuple(column for column in JSON_COLUMNS if column != "endpoint")  # endpoint_records
 HYDRATED_MAX = 256  # models kept by the rows they were read from: a few pages of a screen
 # A request with its latest decision and its last outcome, in one statement (on both engines):
 # `get` runs several times on every request's path.
@@ -208,9 +210,11 @@ class RequestReads:
         columns = self._columns("requests")
         count = len(columns)
         row = dict(zip(columns, values[:count], strict=True))
-        for column in JSON_COLUMNS:
+        for column in _DECODED:
             if row.get(column) is not None:
                 row[column] = json.loads(row[column])
+        if row["endpoint"] is not None:
+            row["endpoint"] = endpoint_records.record_of(row["endpoint"])
         row.pop("provider", None)
         row.pop("estimate_usdc", None)  # the estimate's own copy, for sorting
         row.pop("broker", None)  # which broker answers for it (ledger/shared.py)

@@ -24,7 +24,16 @@ from svc_console.core.models import Decision, Evidence, Outcome, SpendRequest
 from svc_console.core.money import to_atomic
 from svc_console.core.names import counted_as
 from svc_console.core.states import FINAL, State, check_transition
-from svc_console.ledger import audit_chain, budgets, engine, event_data, group_commit, rows, shared
+from svc_console.ledger import (
+    audit_chain,
+    budgets,
+    endpoint_records,
+    engine,
+    event_data,
+    group_commit,
+    rows,
+    shared,
+)
 from svc_console.ledger.audit_chain import GENESIS
 from svc_console.ledger.checkpoints import Checkpointer
 from svc_console.ledger.request_reads import JSON_COLUMNS, RequestReads
@@ -222,7 +231,9 @@ class Ledger(Transactions, RequestReads):
     ) -> None:
         updates: dict[str, Any] = {"state": str(target), "updated_at": at}
         for key, value in fields.items():
-            if key in JSON_COLUMNS:
+            if key == "endpoint" and value is not None:
+                value = endpoint_records.text_of(value)
+            elif key in JSON_COLUMNS:
                 value = _dumps(rows.jsonable(value)) if value is not None else None
             updates[key] = value
         if fields.get("endpoint") is not None:

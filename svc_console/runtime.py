@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from svc_console.broker.config import BrokerConfig
 from svc_console.config.errors import SettingsError
+from svc_console.core import collector
 from svc_console.core.private_files import ensure_private_dir
 from svc_console.core.sanitize import inert_line
 from svc_console.core.tasks import cancel_and_wait
@@ -161,8 +162,8 @@ class Runtime:
             await self.stop()
             raise
         log.info("broker started; socket %s; service %s", self.paths.socket, self.market.base_url)
-        # Start-up's lifelong objects (a hundred thousand) kept out of full collections under load.
-        gc.freeze()
+        # Start-up's lifelong objects kept out of full collections under load.
+        collector.started()
         return self.broker
 
     def _hold_secrets(self, market: Marketplace) -> None:

@@ -126,6 +126,9 @@ def _runtime(*, demo: bool = False, policy: Sequence[str] = ()) -> Any:
 
 
 def run_tui(args: argparse.Namespace, after_start: Callable[..., Any] | None = None) -> int:
+    from svc_console.core import collector
+
+    collector.starting()  # until the console is ready to decide (core/collector.py)
     from svc_console.cli.attach import attached_console
 
     # A broker already running for this home (serve, or another console): attach to it. The
@@ -171,6 +174,9 @@ def run_serve(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
+    from svc_console.core import collector
+
+    collector.starting()  # until the broker is up (core/collector.py)
     metrics_at = _metrics_at(args)
     runtime = _runtime(policy=getattr(args, "policy", ()))
     runtime.metrics_at = metrics_at

@@ -29,6 +29,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
+from svc_console.core import collector
 from svc_console.core.sanitize import inert, inert_line
 from svc_console.tui import bindings as registry
 from svc_console.tui import (
@@ -194,6 +195,12 @@ class ConsoleApp(NoticeLine):
         self._starting = asyncio.create_task(self._start())
 
     async def _start(self) -> None:
+        try:
+            await self._start_steps()
+        finally:
+            collector.resume()  # whichever way the start ended (core/collector.py)
+
+    async def _start_steps(self) -> None:
         try:
             await self._show_queue_preview()
         except Exception:  # a preview is never worth a console that does not start

@@ -28,7 +28,7 @@ _records: dict[str, EndpointRecord] = {}
 def text_of(record: EndpointRecord) -> str:
     """The record as the ledger's column holds it."""
     kept = _texts.get(id(record))
-    if kept is not None and kept[0] is record:
+    if kept is not None:  # held there, so no other object can have its id
         return kept[1]
     text = canonical_json(record.model_dump(mode="json"))
     if len(_texts) >= KEPT_MAX:

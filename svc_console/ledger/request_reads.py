@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from svc_console.ledger.engine import Database
 
 JSON_COLUMNS = ("inputs", "endpoint", "estimate", "risk", "verdict", "submitter")
-_DECODED = tuple(column for column in JSON_COLUMNS if column != "endpoint")  # endpoint_records
+# Decoded here; the endpoint column is read through endpoint_records, which keeps its records.
+_DECODED = tuple(column for column in JSON_COLUMNS if column != "endpoint")
 HYDRATED_MAX = 256  # models kept by the rows they were read from: a few pages of a screen
 # A request with its latest decision and its last outcome, in one statement (on both engines):
 # `get` runs several times on every request's path.

@@ -6,12 +6,17 @@ limit) if Textual's behaviour comes back.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
+from rich.segment import Segment
 from textual import events
 from textual.app import App
+from textual.cache import FIFOCache
 from textual.dom import DOMNode
 from textual.screen import Screen
+from textual.strip import Strip
 from textual.widgets._toast import Toast
 
 # The least time a toast is given before its timer removes it.
@@ -121,3 +126,63 @@ def _a_batch_ends_by_painting_what_it_held() -> None:
 
 
 _a_batch_ends_by_painting_what_it_held()
+
+
+def _strips_make_their_caches_when_first_used() -> None:
+    """Every `Strip` (a line of a widget, and each step of its making: cropped, padded,
+    styled, filtered) makes seven caches as it is made, most of which it never uses: most
+    strips are steps, read once. At 10,000 pending, a key that shows the approvals list's next
+    page makes some 600 strips, and making their caches was a tenth of its frames. A strip makes
+    each cache when it first uses it, the same cache Textual would have made (`lazy_strip_slots`
+    reads which ones, and their sizes, from a strip made by Textual itself)."""
+    lazy = lazy_strip_slots(textual_strip_init)
+    if lazy is None:
+        return  # a Strip this fix does not know: left as Textual makes it
+
+    def __init__(self: Strip, segments: Iterable[Segment], cell_length: int | None = None) -> None:
+        self._segments = list(segments)
+        self._cell_length = cell_length
+
+    def __getattr__(self: Strip, name: str) -> Any:
+        # Reached only while the slot is unset: the first use of a cache or a default.
+        if name not in lazy:
+            raise AttributeError(name)
+        value = lazy[name]()
+        setattr(self, name, value)
+        return value
+
+    Strip.__init__ = __init__  # type: ignore[method-assign]
+    Strip.__getattr__ = __getattr__  # type: ignore[attr-defined]
+
+
+def lazy_strip_slots(made: Callable[..., None]) -> dict[str, Callable[[], Any]] | None:
+    """What each slot of a strip starts as, besides its segments and length, read from a strip
+    that `made` (Textual's `Strip.__init__`) made: a new empty cache of the same size, or None.
+    None when a slot holds anything else: then strips are left as they are."""
+    probe = Strip.__new__(Strip)
+    made(probe, [Segment("probe")], 5)
+    if probe._segments != [Segment("probe")] or probe.cell_length != 5:
+        return None
+    lazy: dict[str, Callable[[], Any]] = {}
+    for name in Strip.__slots__:
+        if name in ("_segments", "_cell_length"):
+            continue
+        value = getattr(probe, name, _UNSET)
+        if value is None:
+            lazy[name] = _none
+        elif type(value) is FIFOCache and not value:
+            lazy[name] = partial(FIFOCache, value._maxsize)
+        else:
+            return None
+    return lazy
+
+
+_UNSET = object()
+
+
+def _none() -> None:
+    return None
+
+
+textual_strip_init = Strip.__init__  # Textual's own (tests make strips both ways)
+_strips_make_their_caches_when_first_used()

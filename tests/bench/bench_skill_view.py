@@ -31,6 +31,7 @@ async def _measure(documents: list[tuple[Any, str]], *, textual_update: bool) ->
     from textual.app import App, ComposeResult
     from textual.widgets import Markdown
 
+    import svc_console.tui.textual_fixes  # noqa: F401  (in force in the console, as here)
     from svc_console.core.sanitize import inert_markdown
     from svc_console.tui.catalogue.detail import EndpointDetail
     from svc_console.tui.catalogue.skill_view import InertMarkdown

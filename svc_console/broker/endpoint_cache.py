@@ -6,7 +6,9 @@ The price and the chain never come from here: every request still gets its own d
 also what notices at once an endpoint that left the registry (intake then forgets it).
 
 Concurrent requests for an endpoint not yet known share one fetch, so a burst of agents costs the
-service one record and one skill.md, not one per agent.
+service one record and one skill.md, not one per agent. A fetch outlives a waiter that gave up
+(the others may still want it), so the broker's stop ends the fetches still under way: none is
+left to run against a market client that is closed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from svc_console.core.models import EndpointRecord
+from svc_console.core.tasks import cancel_and_wait
 from svc_console.market.rest import MarketClient
 
 # Long enough that a busy agent's requests reuse one fetch; short enough that a provider's new
@@ -47,7 +50,7 @@ class EndpointCache:
         self._capacity = capacity
         self._clock = clock
         self._known: OrderedDict[str, KnownEndpoint] = OrderedDict()
-        self._fetching: dict[str, asyncio.Future[KnownEndpoint]] = {}
+        self._fetching: dict[str, asyncio.Task[KnownEndpoint]] = {}
 
     async def get(self, endpoint_id: str) -> KnownEndpoint:
         """The endpoint's record and skill.md, fetched when not known or too old; a failure of
@@ -58,13 +61,17 @@ class EndpointCache:
             return known
         fetching = self._fetching.get(endpoint_id)
         if fetching is None:
-            fetching = asyncio.ensure_future(self._fetch(endpoint_id))
+            fetching = asyncio.create_task(self._fetch(endpoint_id), name="endpoint-fetch")
             self._fetching[endpoint_id] = fetching
             fetching.add_done_callback(self._fetched)
         # shield: one waiter cancelled (its agent hung up) must not cancel the others' fetch.
         return await asyncio.shield(fetching)
 
-    def _fetched(self, fetching: asyncio.Future[KnownEndpoint]) -> None:
+    async def stop(self) -> None:
+        """End the fetches under way (their waiters, if any, see them cancelled)."""
+        await cancel_and_wait(list(self._fetching.values()))
+
+    def _fetched(self, fetching: asyncio.Task[KnownEndpoint]) -> None:
         self._fetching = {k: f for k, f in self._fetching.items() if f is not fetching}
         if not fetching.cancelled():
             fetching.exception()  # seen here, so a fetch every waiter gave up on is not reported

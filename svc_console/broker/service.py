@@ -101,7 +101,7 @@ class Broker:
         self.clock = clock
         self._new_id = new_id
         self.policy: PolicyEngine = policy or ManualReview()
-        endpoints = EndpointCache(market.rest)
+        self._endpoints = endpoints = EndpointCache(market.rest)
         self.decisions = Decisions(
             ledger,
             self.policy,
@@ -136,6 +136,7 @@ class Broker:
     async def stop(self) -> None:
         self.grants.stop()
         await cancel_and_wait([*self._tasks, self._expiry])
+        await self._endpoints.stop()  # a fetch whose waiters gave up is no task of ours
         for waiters in [*self._waiters.values(), *self._watchers.values()]:
             for waiter in waiters:
                 waiter.cancel()

@@ -104,6 +104,45 @@ async def test_one_waiter_giving_up_does_not_cancel_the_others(counted):
     assert (await patient).record.id == WEBSEARCH_ID
 
 
+def fetches_under_way() -> list[asyncio.Task[Any]]:
+    return [
+        task
+        for task in asyncio.all_tasks()
+        if not task.done() and task.get_coro().__qualname__ == "EndpointCache._fetch"
+    ]
+
+
+async def fetch_held(sandbox: Any) -> None:
+    """Until stopped, the service holds every endpoint fetch for half a minute; returns once one
+    is held."""
+    fault = sandbox.state.faults.add("latency", routes=["rest"], delay_ms=30_000)
+    await eventually(
+        lambda: any(f["id"] == fault.id and f["fired"] for f in sandbox.state.faults.list())
+    )
+
+
+async def test_a_fetch_every_waiter_gave_up_on_is_ended_by_stop(counted, sandbox):
+    client, _ = counted
+    cache = EndpointCache(client)
+    waiter = asyncio.ensure_future(cache.get(WEBSEARCH_ID))
+    await fetch_held(sandbox)
+    waiter.cancel()
+    await asyncio.wait([waiter])
+    assert fetches_under_way(), "the fetch outlives its waiter (the others may want it)"
+    await cache.stop()
+    assert fetches_under_way() == []
+
+
+async def test_the_broker_stops_an_endpoint_fetch_its_request_left_behind(runtime, sandbox):
+    """A request stopped mid-intake leaves its endpoint's fetch behind (shielded for the other
+    waiters); the broker's stop ends it, before the market client it uses is closed."""
+    async with AsyncAgent("bot", runtime.paths.socket) as agent:
+        await agent.submit(endpoint_id=WEBSEARCH_ID, inputs={"query": "q"}, purpose="research")
+    await fetch_held(sandbox)
+    await runtime.stop()
+    assert fetches_under_way() == []
+
+
 async def test_every_request_is_still_dry_run_and_a_delisted_endpoint_is_refused(
     runtime: Any, sandbox: Any
 ):

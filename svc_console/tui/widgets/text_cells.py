@@ -19,6 +19,7 @@ which only those use.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from rich.console import Console
 from rich.containers import Lines
@@ -34,15 +35,18 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
 _NO_STYLE = Style.null()
+# Where a cell is drawn and under which styles: its row and column, the row's style, and the
+# cursor's styles under and over the cell's own.
+_Place = tuple[int, int, Style, Style, Style]
+# The places' styles kept (`TextCells._styled`): a page's cells need a few hundred; the
+# count only bounds what themes and cursor moves add over a long session.
+_STYLES_KEPT = 20_000
 
 
-def cell_line(
-    console: Console, cell: Text, inner: int, padding: int, pre: Style, post: Style
-) -> list[Segment]:
-    """One cell's line as DataTable draws it (`inner`: the width inside the padding; `pre` is
-    styled under the cell's own styles, `post` over), for a cell of one line without tabs.
-    The steps are Rich's for a line that is not wrapped: justified, truncated, rendered with
-    the text's own style beneath its spans, padded to the width."""
+def cell_content(console: Console, cell: Text, inner: int) -> list[Segment]:
+    """A one-line cell's text laid out in `inner` cells, in its own styles. The steps are
+    Rich's for a line that is not wrapped: justified, truncated, rendered with the text's own
+    style beneath its spans, padded to the width."""
     line = cell.copy()
     justify = cell.justify or "default"
     overflow = cell.overflow or "fold"
@@ -58,23 +62,35 @@ def cell_line(
     width = Segment.get_line_length(segments)
     if width < inner:
         segments.append(Segment(" " * (inner - width), _NO_STYLE))
-    margin = Segment(" " * padding, _NO_STYLE)
-    return list(Segment.apply_style([margin, *segments, margin], pre, post))
+    return segments
 
 
 def one_line(cell: object) -> bool:
-    """A `Text` of one line, without tabs: what `cell_line` draws and `TextCells` measures."""
+    """A `Text` of one line, without tabs: what `cell_content` lays out and `TextCells` measures."""
     return isinstance(cell, Text) and "\n" not in cell.plain and "\t" not in cell.plain
 
 
 class TextCells(DataTable[Text]):
-    """A DataTable whose one-line `Text` cells are drawn by `cell_line`, and measured by their
+    """A DataTable whose one-line `Text` cells are laid out by `cell_content`, and measured by their
     length in cells: Textual measures each new cell through Rich (new console options, every
     word's length), a few milliseconds a page of new rows."""
 
     # What every line and cell of the frame being drawn reads alike; None between frames, when
     # any of it may change.
     _drawing: _Frame | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._styles_at: dict[tuple[int, int, Style, Style, Style, Style | None], Style] = {}
+        self._same_styles: dict[Style, Style] = {}
+
+    def same_style(self, style: Style) -> Style:
+        """The one object kept for styles equal to this: Textual makes the table's styles anew
+        for each page and frame, and a key holding the same object is found without comparing
+        styles (two calls of Python each)."""
+        if len(self._same_styles) >= _STYLES_KEPT:
+            self._same_styles.clear()
+        return self._same_styles.setdefault(style, style)
 
     # -- one frame ------------------------------------------------------------------------------
 
@@ -239,13 +255,32 @@ class TextCells(DataTable[Text]):
         ):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         fixed = row_index < frame.fixed_rows or column_index < frame.fixed_columns
-        component_style, post_style = frame.cell_styles(fixed, hover, cursor)
-        pre = base_style + Style.from_meta({"row": row_index, "column": column_index})
-        lines = [
-            cell_line(frame.console, cell, inner, frame.padding, pre + component_style, post_style)
-        ]
+        place = (row_index, column_index, base_style, *frame.cell_styles(fixed, hover, cursor))
+        margin = frame.margin
+        content = cell_content(frame.console, cell, inner)
+        lines = [[self._styled(place, segment) for segment in (margin, *content, margin)]]
         self._cell_render_cache[key] = lines
         return lines
+
+    def _styled(self, place: _Place, segment: Segment) -> Segment:
+        """A segment of a cell in the styles the table draws it in at `place`, as Textual
+        draws it: under the row's style, the cell's place (row and column, which a click
+        reads) and the cursor's, over the cell's own, the cursor's foreground above all.
+
+        Kept by place and the segment's own style: a new page's cells sit where the last
+        page's did, in the same few styles, so those additions are made once, not for every
+        segment of every new page (each a sum of styles carrying a place of its own, which
+        Rich's cache of sums never holds for long)."""
+        key = (*place, segment.style)
+        style = self._styles_at.get(key)
+        if style is None:
+            row, column, base, under, over = place
+            pre = base + Style.from_meta({"row": row, "column": column}) + under
+            style = next(iter(Segment.apply_style([segment], pre, over))).style
+            if len(self._styles_at) >= _STYLES_KEPT:
+                self._styles_at.clear()
+            self._styles_at[key] = style
+        return Segment(segment.text, style)
 
 
 class _Frame:
@@ -260,6 +295,7 @@ class _Frame:
         "console",
         "fixed_columns",
         "fixed_rows",
+        "margin",
         "padding",
     )
 
@@ -267,6 +303,7 @@ class _Frame:
         self._table = table
         self.console = table.app.console
         self.padding = table.cell_padding
+        self.margin = Segment(" " * self.padding, _NO_STYLE)
         self.fixed_rows, self.fixed_columns = table.fixed_rows, table.fixed_columns
         self._styles: dict[str | None, Style] = {}
         self._cell_styles: dict[tuple[bool, bool, bool], tuple[Style, Style]] = {}
@@ -281,7 +318,7 @@ class _Frame:
                 style = super(TextCells, table).rich_style
             else:
                 style = table.get_component_styles(component).rich_style
-            self._styles[component] = style
+            style = self._styles[component] = table.same_style(style)
         return style
 
     def cell_styles(self, fixed: bool, hover: bool, cursor: bool) -> tuple[Style, Style]:
@@ -290,7 +327,7 @@ class _Frame:
         styles = self._cell_styles.get(key)
         if styles is None:
             table = self._table
-            styles = self._cell_styles[key] = table._get_styles_to_render_cell(
+            under, over = table._get_styles_to_render_cell(
                 False,
                 False,
                 fixed,
@@ -301,6 +338,7 @@ class _Frame:
                 table.cursor_foreground_priority == "css",
                 table.cursor_background_priority == "css",
             )
+            styles = self._cell_styles[key] = (table.same_style(under), table.same_style(over))
         return styles
 
     def widths(self) -> list[int]:

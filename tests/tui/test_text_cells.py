@@ -239,3 +239,36 @@ async def test_every_line_is_drawn_as_textuals_datatable_draws_it():
             drawn = await drawn_lines(pilot, ours, case)
             assert textuals.size == ours.size and len(expected) == ours.size.height
             assert drawn == expected, case
+
+
+class Links(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Textuals()
+        yield Ours()
+
+    def on_mount(self) -> None:
+        for table in self.query(DataTable):
+            table.add_column("cell", key="cell")
+            for n in range(2):
+                table.add_row(Text("see the page", style="link https://example.com"), key=str(n))
+
+
+def link_ids(lines: list[list[Segment]]) -> set[str]:
+    return {s.style.link_id for line in lines for s in line if s.style is not None and s.style.link}
+
+
+async def test_each_drawing_of_a_link_has_an_id_of_its_own():
+    """Hovering a link lights up the drawings with its id: a cell's kept styles never give a
+    link's id to another cell, or to the same cell drawn again."""
+    app = Links()
+    async with app.run_test(size=(60, 10)) as pilot:
+        await pilot.pause()
+        textuals, ours = app.query_one(Textuals), app.query_one(Ours)
+        ids = []
+        for row in (0, 1, 0):
+            ours._clear_caches()
+            drawn = ours._render_cell(row, 0, BASE, 20)
+            assert painted(drawn) == painted(textuals._render_cell(row, 0, BASE, 20))
+            ids.append(link_ids(drawn))
+        assert all(len(found) == 1 for found in ids)
+        assert len(set.union(*ids)) == 3

@@ -277,6 +277,10 @@ class TextCells(DataTable[Text]):
             row, column, base, under, over = place
             pre = base + Style.from_meta({"row": row, "column": column}) + under
             style = next(iter(Segment.apply_style([segment], pre, over))).style
+            if style is not None and style.link:
+                # A link's every drawing has an id of its own (what a hover lights up): never
+                # shared with another cell's.
+                return Segment(segment.text, style)
             if len(self._styles_at) >= _STYLES_KEPT:
                 self._styles_at.clear()
             self._styles_at[key] = style

@@ -38,8 +38,9 @@ _NO_STYLE = Style.null()
 # Where a cell is drawn and under which styles: its row and column, the row's style, and the
 # cursor's styles under and over the cell's own.
 _Place = tuple[int, int, Style, Style, Style]
-# The places' styles kept (`TextCells._styled`): a page's cells need a few hundred; the
-# count only bounds what themes and cursor moves add over a long session.
+# How many styles each of a table's two stores keeps (the places' styles of `TextCells._styled`,
+# the one objects of `same_style`): a page needs a few hundred; the count only bounds what themes
+# and cursor moves add over a long session.
 _STYLES_KEPT = 20_000
 
 

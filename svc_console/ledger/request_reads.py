@@ -141,7 +141,9 @@ class RequestReads:
             f"SELECT id, row_number() OVER (ORDER BY {query.order_by()}) - 1 AS at"
             f" FROM requests WHERE {where}"
         )
-        at = self.db.execute(f"SELECT at FROM ({ranked}) WHERE id = ?", [*args, request_id])
+        at = self.db.execute(
+            f"SELECT at FROM ({ranked}) AS ranked WHERE id = ?", [*args, request_id]
+        )
         found = at.fetchone()
         return None if found is None else found[0]
 

@@ -48,3 +48,14 @@ def test_the_models_kept_are_bounded(ledger: Ledger, monkeypatch: pytest.MonkeyP
         assert len(ledger.__dict__["_hydrated"]) <= 4
     page = ledger.window(RequestQuery(states=(State.received,)), limit=10)
     assert [r.id for r in page] == [f"req_{n}" for n in range(10)]
+
+
+def test_a_requests_place_in_a_query_is_read_on_each_engine(ledger: Ledger):
+    # Ranked in a subquery: PostgreSQL refuses one without a name, which SQLite allows.
+    for n in range(3):
+        ledger.insert_request(plain_request(f"req_{n}").model_copy(update={"created_at": n}))
+    newest_first = RequestQuery(states=(State.received,), descending=True)
+    assert [ledger.position(newest_first, f"req_{n}") for n in range(3)] == [2, 1, 0]
+    assert ledger.position(RequestQuery(states=(State.received,)), "req_2") == 2
+    assert ledger.position(RequestQuery(states=(State.pending,)), "req_2") is None
+    assert ledger.position(newest_first, "req_none") is None

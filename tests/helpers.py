@@ -254,3 +254,14 @@ def parse_sources(paths: Iterable[Path]) -> list[tuple[Path, ast.Module]]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def committed_rows(ledger: Any, sql: str) -> list[tuple]:
+    """What another connection to `ledger` sees: only what was committed."""
+    from svc_console.ledger.engine import open_database
+
+    other = open_database(ledger.path, ledger.url)
+    try:
+        return [tuple(row) for row in other.execute(sql).fetchall()]
+    finally:
+        other.close()

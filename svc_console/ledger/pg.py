@@ -59,6 +59,9 @@ class _NumericAsNumber(NumericLoader):
         return int(value) if value == value.to_integral_value() else float(value)
 
 
+_NO_DETAILS = (None,) * 6  # what sqlite3 describes of a column beyond its name
+
+
 class Cursor:
     """A psycopg cursor with what the ledger reads of a sqlite3 one."""
 
@@ -67,8 +70,13 @@ class Cursor:
         self.lastrowid = lastrowid
 
     @property
-    def description(self) -> Any:
-        return self._raw.description
+    def description(self) -> tuple[tuple, ...] | None:
+        """The columns as sqlite3 describes them (7-tuples, the name first, the rest None),
+        read from the result: psycopg's own makes a Column object for each on every access."""
+        result = self._raw.pgresult
+        if result is None or not result.nfields:
+            return None
+        return tuple((result.fname(i).decode(), *_NO_DETAILS) for i in range(result.nfields))
 
     @property
     def rowcount(self) -> int:

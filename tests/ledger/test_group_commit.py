@@ -13,21 +13,11 @@ import textwrap
 from decimal import Decimal
 
 import pytest
-from helpers import plain_request
+from helpers import committed_rows, plain_request
 
 from svc_console.core.models import Decision
 from svc_console.core.states import IllegalTransition, State
 from svc_console.ledger import Ledger, audit, group_commit
-from svc_console.ledger.engine import open_database
-
-
-def _committed(ledger: Ledger, sql: str) -> list[tuple]:
-    """What another connection sees: only what was committed."""
-    other = open_database(ledger.path, ledger.url)
-    try:
-        return [tuple(row) for row in other.execute(sql).fetchall()]
-    finally:
-        other.close()
 
 
 def _verify(ledger: Ledger) -> audit.AuditReport:
@@ -36,7 +26,7 @@ def _verify(ledger: Ledger) -> audit.AuditReport:
 
 def _sealing_events(ledger: Ledger) -> list[dict]:
     """The events that carry a transaction's seals: one per committed transaction."""
-    rows = _committed(ledger, "SELECT data FROM events ORDER BY seq")
+    rows = committed_rows(ledger, "SELECT data FROM events ORDER BY seq")
     return [data for (text,) in rows if "rows" in (data := json.loads(text))]
 
 
@@ -49,13 +39,13 @@ async def test_writes_of_one_turn_share_one_transaction(ledger):
     tasks = [asyncio.create_task(submit(n)) for n in range(20)]
     await asyncio.sleep(0)  # one turn: every task has written, none is committed yet
     assert ledger.db.execute("SELECT count(*) FROM requests").fetchone()[0] == 20
-    assert _committed(ledger, "SELECT count(*) FROM requests") == [(0,)]
+    assert committed_rows(ledger, "SELECT count(*) FROM requests") == [(0,)]
     await asyncio.gather(*tasks)
-    assert _committed(ledger, "SELECT count(*) FROM requests") == [(20,)]
+    assert committed_rows(ledger, "SELECT count(*) FROM requests") == [(20,)]
     # One transaction: its last event seals the twenty rows, the events stay one per write.
     (seals,) = _sealing_events(ledger)
     assert {key for key in seals["rows"]} == {f"requests:req_{n}" for n in range(20)}
-    assert _committed(ledger, "SELECT count(*) FROM events") == [(20,)]
+    assert committed_rows(ledger, "SELECT count(*) FROM events") == [(20,)]
     assert _verify(ledger).intact
 
 
@@ -68,9 +58,9 @@ async def test_a_failed_write_is_taken_back_alone(ledger):
             ledger.decide("req_2", Decision(approved=True, by="x", at=2.0), State.approved)
         ledger.transition("req_2", State.inspecting, at=2.0)
     await ledger.committed()
-    states = dict(_committed(ledger, "SELECT id, state FROM requests"))
+    states = dict(committed_rows(ledger, "SELECT id, state FROM requests"))
     assert states == {"req_1": "inspecting", "req_2": "inspecting"}
-    assert _committed(ledger, "SELECT count(*) FROM decisions") == [(0,)]
+    assert committed_rows(ledger, "SELECT count(*) FROM decisions") == [(0,)]
     assert _verify(ledger).intact
 
 
@@ -85,27 +75,27 @@ async def test_a_failed_first_write_takes_back_its_transaction_and_the_next_writ
         assert not ledger.db.conn.in_transaction
         ledger.transition("req_1", State.inspecting, at=2.0)
     await ledger.committed()
-    assert dict(_committed(ledger, "SELECT id, state FROM requests")) == {"req_1": "inspecting"}
-    assert _committed(ledger, "SELECT count(*) FROM decisions") == [(0,)]
+    assert dict(committed_rows(ledger, "SELECT id, state FROM requests")) == {"req_1": "inspecting"}
+    assert committed_rows(ledger, "SELECT count(*) FROM decisions") == [(0,)]
     assert _verify(ledger).intact
 
 
-async def test_an_execution_starts_only_after_its_decision_is_committed(ledger):
+async def test_an_execution_starts_only_after_its_decision_iscommitted_rows(ledger):
     ledger.insert_request(plain_request("req_1"))
     ledger.transition("req_1", State.inspecting, at=2.0)
     decision = Decision(approved=True, by="policy: r", at=3.0, ceiling_usdc=Decimal("0.1"))
     with group_commit.joined():
         decision_id = ledger.decide("req_1", decision, State.auto_approved)
-        assert _committed(ledger, "SELECT count(*) FROM decisions") == [(0,)]
+        assert committed_rows(ledger, "SELECT count(*) FROM decisions") == [(0,)]
         # The group holding the request's decision is committed before its execution row is
         # written, in a group of its own, committed by the end of the turn.
         ledger.start_execution("req_1", decision_id, 1, "req_1-1", at=4.0)
-    assert _committed(ledger, "SELECT count(*) FROM decisions") == [(1,)]
-    assert _committed(ledger, "SELECT state FROM requests") == [("auto_approved",)]
+    assert committed_rows(ledger, "SELECT count(*) FROM decisions") == [(1,)]
+    assert committed_rows(ledger, "SELECT state FROM requests") == [("auto_approved",)]
     await ledger.committed()
-    assert _committed(ledger, "SELECT state FROM requests") == [("executing",)]
+    assert committed_rows(ledger, "SELECT state FROM requests") == [("executing",)]
     decided, started = (
-        _committed(ledger, f"SELECT max(seq) FROM events WHERE type = '{kind}'")[0][0]
+        committed_rows(ledger, f"SELECT max(seq) FROM events WHERE type = '{kind}'")[0][0]
         for kind in ("decision", "executing")
     )
     assert decided < started
@@ -129,7 +119,7 @@ async def test_budget_changes_of_a_group_reach_the_totals_as_each_write_ends(led
         ledger.decide("req_2", decision, State.auto_approved)
         assert len(told) == 2
     await ledger.committed()
-    assert _committed(ledger, "SELECT count(*) FROM budget_reservations") == [(2,)]
+    assert committed_rows(ledger, "SELECT count(*) FROM budget_reservations") == [(2,)]
 
 
 KILLED_MID_GROUP = """

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import committed_rows
 
 from svc_console.agent import AsyncAgent
 from svc_console.cli import main
@@ -90,11 +91,7 @@ class Stored:
         conn.close()
 
     def rows(self, sql: str) -> list[tuple]:
-        conn = open_database(self.path, self.url)
-        try:
-            return [tuple(row) for row in conn.execute(sql).fetchall()]
-        finally:
-            conn.close()
+        return committed_rows(self, sql)
 
 
 @pytest.fixture

@@ -80,7 +80,7 @@ async def test_a_failed_first_write_takes_back_its_transaction_and_the_next_writ
     assert _verify(ledger).intact
 
 
-async def test_an_execution_starts_only_after_its_decision_iscommitted_rows(ledger):
+async def test_an_execution_starts_only_after_its_decision_is_committed(ledger):
     ledger.insert_request(plain_request("req_1"))
     ledger.transition("req_1", State.inspecting, at=2.0)
     decision = Decision(approved=True, by="policy: r", at=3.0, ceiling_usdc=Decimal("0.1"))

@@ -10,6 +10,7 @@ Money is integer atomic USDC, as everywhere in the ledger. Nothing here knows of
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -67,6 +68,15 @@ def open_writer(path: Path) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def ensure_file(path: Path) -> None:
+    """The cache's file made, empty, where none is yet: beside a PostgreSQL ledger nothing makes
+    it before a first sync, and a screen that reads the cache must open it first."""
+    if path.exists():
+        return
+    with contextlib.suppress(FileExistsError):  # made meanwhile by a sync
+        open_writer(path).close()
 
 
 def _endpoint_row(record: EndpointRecord) -> dict[str, Any]:

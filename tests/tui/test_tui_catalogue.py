@@ -577,6 +577,37 @@ async def test_visiting_with_an_empty_cache_syncs_over_http(
             conn.close()
 
 
+async def test_a_console_on_postgresql_opens_the_catalogue_before_any_cache_file_exists(
+    paths: Paths, sandbox: Any, postgres: Any, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+):
+    """Beside a PostgreSQL ledger the cache is a local file of its own, which nothing makes
+    before a first sync: the screen's first visit makes it (empty, owner-only) to read it, and
+    starts the sync, rather than failing to open a file that is not there."""
+    from svc_console.broker import BrokerConfig
+
+    held = HeldSync(monkeypatch)
+    runtime = Runtime(
+        paths=paths,
+        sandbox=sandbox,
+        config=BrokerConfig(),
+        broker_options={"clock": clock},
+        ledger_url=postgres.new_database(),
+    )
+    cache = paths.ledger(sandbox=True)
+    app = ConsoleApp(runtime, cursor_blink=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(pilot)
+        assert not cache.exists()
+        scr = await open_catalogue(pilot)
+        await until(pilot, lambda: held.started and "being fetched" in screen_text(app))
+        assert scr.state.empty and total(scr, MARKET) == 0
+        assert cache.stat().st_mode & 0o777 == 0o600
+        held.gate.set()
+        await until(pilot, lambda: not scr.syncing, timeout=120)
+        assert scr.sync_error is None
+        await until(pilot, lambda: total(scr, MARKET) == len(catalog().endpoints))
+
+
 async def test_a_failed_refresh_keeps_the_cache_on_screen(
     console: Callable[..., ConsoleApp], cached: Path, sandbox: Any
 ):

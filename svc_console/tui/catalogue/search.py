@@ -89,6 +89,7 @@ class CacheQueries:
         self.reader: Reader | None = None
 
     def open(self) -> None:
+        catalogue_store.ensure_file(self.ledger_path)
         self.reader = Reader.open(self.ledger_path)
 
     def close(self) -> None:

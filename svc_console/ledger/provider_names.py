@@ -3,6 +3,10 @@
 (`requests.endpoint`, found by the indexed `provider` column). A usage charge holds only the id;
 the usage screen shows the name, as the approvals screen does.
 
+On SQLite both are read from the ledger's file; beside a PostgreSQL ledger the catalogue cache is
+a local file of its own (`catalogue_store.open_writer`), so the two are read through two
+connections.
+
 Names are the service's text: whoever shows them passes them through `core.sanitize`.
 """
 
@@ -17,8 +21,14 @@ _CHUNK = 200  # ids per query, well under SQLite's limit on parameters
 
 
 def provider_names(conn: sqlite3.Connection, providers: Sequence[str]) -> dict[str, str]:
-    """The names known for these ids (an id with none is left out). Raises sqlite3.Error, as
-    any read does (a ledger without the tables yet, a query interrupted)."""
+    """The names known for these ids in one SQLite ledger (an id with none is left out)."""
+    found = catalogue_names(conn, providers)
+    return found | request_names(conn, [p for p in providers if p not in found])
+
+
+def catalogue_names(conn: sqlite3.Connection, providers: Sequence[str]) -> dict[str, str]:
+    """The names the catalogue cache gives. Raises sqlite3.Error, as any read does (a cache
+    without its tables yet, a query interrupted)."""
     found: dict[str, str] = {}
     for start in range(0, len(providers), _CHUNK):
         chunk = list(providers[start : start + _CHUNK])
@@ -29,10 +39,16 @@ def provider_names(conn: sqlite3.Connection, providers: Sequence[str]) -> dict[s
             chunk,
         )
         found.update({key: name for key, name in rows if name})
-    for provider in (p for p in providers if p not in found):
+    return found
+
+
+def request_names(conn: sqlite3.Connection, providers: Sequence[str]) -> dict[str, str]:
+    """The names the latest request paid to each provider recorded, on either engine."""
+    found: dict[str, str] = {}
+    for provider in providers:
         row = conn.execute(
             "SELECT json_extract(endpoint, '$.providerName') FROM requests"
-            " WHERE provider = ? AND endpoint IS NOT NULL ORDER BY rowid DESC LIMIT 1",
+            " WHERE provider = ? AND endpoint IS NOT NULL ORDER BY created_at DESC LIMIT 1",
             [provider],
         ).fetchone()
         if row and isinstance(row[0], str) and row[0]:

@@ -5,7 +5,9 @@ as it is."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+from helpers import FakeClock
 from test_tui_usage import NOON, charge, console, open_usage, sync, usage_clock
 from textual.widgets import Select
 from tui_support import screen_text, until
@@ -13,6 +15,8 @@ from tui_support import screen_text, until
 from svc_console.config.paths import Paths
 from svc_console.ledger import Ledger
 from svc_console.ledger.catalogue_store import open_writer, store
+from svc_console.ledger.usage_write import sync_usage
+from svc_console.runtime import Runtime
 from svc_console.sandbox.catalog import catalog
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.usage.dialogs import UsageFilterDialog
@@ -65,3 +69,48 @@ async def test_providers_are_shown_by_name_where_the_ledger_knows_it(
             ("Searchly", "prov_searchly"),
             ("prov_nobody", "prov_nobody"),
         }
+
+
+async def test_beside_a_postgresql_ledger_names_come_from_the_caches_own_file(
+    paths: Paths, sandbox: Any, postgres: Any, usage_clock: FakeClock
+):
+    """On PostgreSQL the catalogue cache is a local file of its own, the charges are in the
+    database: the names are read from the one for the ids of the other."""
+    from svc_console.broker import BrokerConfig
+
+    url = postgres.new_database()
+    paths.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ledger = Ledger(paths.ledger(sandbox=True), url=url)
+    try:
+        sync_usage(
+            ledger,
+            [
+                charge("ch_named", "0.75", provider="prov_searchly"),
+                charge("ch_unknown", "0.25", provider="prov_nobody"),
+            ],
+            now=NOON,
+            service="https://svc.example",
+        )
+    finally:
+        ledger.close()
+    cache = paths.ledger(sandbox=True)
+    assert not cache.exists()  # the ledger on PostgreSQL made no file
+    conn = open_writer(cache)
+    try:
+        store(conn, [catalog().get("ep_websearch_basic")], [], synced_at=NOON)
+    finally:
+        conn.close()
+    runtime = Runtime(
+        paths=paths,
+        sandbox=sandbox,
+        config=BrokerConfig(),
+        broker_options={"clock": usage_clock},
+        ledger_url=url,
+    )
+    app = ConsoleApp(runtime, cursor_blink=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_usage(pilot)
+        await until(pilot, lambda: "Searchly" in str(screen.query_one("#usage-providers").render()))
+        table_lines = [line for line in screen_text(app).splitlines() if "2026-05-27" in line]
+        assert any("Searchly" in line for line in table_lines), table_lines
+        assert any("prov_nobody" in line for line in table_lines), table_lines

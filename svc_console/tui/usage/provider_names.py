@@ -6,14 +6,18 @@ as it is. Names are the service's text: shown through `core.sanitize.inert_line`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
-from svc_console.ledger.provider_names import provider_names
-from svc_console.ledger.readers import Connection, ReadError
+from svc_console.ledger.provider_names import catalogue_names, provider_names, request_names
+from svc_console.ledger.readers import Connection, ReadError, open_reader
 
 
 class ProviderNames:
-    def __init__(self) -> None:
+    def __init__(self, cache: Path | None = None) -> None:
+        """`cache`: the catalogue cache's own file, beside a PostgreSQL ledger (None: the cache
+        is in the ledger read)."""
+        self._cache = cache
         self._names: dict[str, str | None] = {}  # None: looked up, no name known
 
     def get(self, provider: str | None) -> str | None:
@@ -32,9 +36,21 @@ class ProviderNames:
         if not missing:
             return
         try:
-            found = provider_names(conn, missing)
+            found = self._find(conn, missing)
         except ReadError:
             # A ledger without these tables yet, or a query interrupted: ids are shown, and
             # asked about again next time.
             return
         self._names.update({provider: found.get(provider) for provider in missing})
+
+    def _find(self, conn: Connection, providers: Sequence[str]) -> dict[str, str]:
+        if self._cache is None:
+            return provider_names(conn, providers)
+        found: dict[str, str] = {}
+        if self._cache.exists():  # made by a first sync of the catalogue
+            cache = open_reader(self._cache)
+            try:
+                found = catalogue_names(cache, providers)
+            finally:
+                cache.close()
+        return found | request_names(conn, [p for p in providers if p not in found])

@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 from helpers import FakeClock
-from postgres import ENGINES, RUNTIME_ENGINE, engines_of, url_for
+from postgres import (
+    ENGINES,
+    RUNTIME_ENGINE,
+    engines_of,
+    runtime_ledger_gone,
+    runtime_ledger_is,
+    url_for,
+)
 from textual import _wait
 
 from svc_console.broker import BrokerConfig
@@ -119,7 +126,7 @@ def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.fixture
-def paths(home: Path) -> Paths:
+def paths(home: Path, runtime_ledger_url: str | None) -> Paths:
     return Paths(home=home, socket=home / "svc.sock", explicit_home=True)
 
 
@@ -150,10 +157,14 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def runtime_ledger_url(request: pytest.FixtureRequest) -> str | None:
+def runtime_ledger_url(request: pytest.FixtureRequest, home: Path) -> Iterator[str | None]:
     """The ledger the tests' runtimes open: the sandbox's file, or with SVC_TESTS_LEDGER=postgresql
-    a fresh database of the tests' own PostgreSQL (to run the broker's tests on that engine)."""
-    return url_for(request, RUNTIME_ENGINE)
+    a fresh database of the tests' own PostgreSQL (to run the tests on that engine). Noted for
+    the test's home: the test's own seeds and reads (`helpers.runtime_ledger`) open it too."""
+    url = url_for(request, RUNTIME_ENGINE)
+    runtime_ledger_is(home, url)
+    yield url
+    runtime_ledger_gone(home)
 
 
 @pytest.fixture

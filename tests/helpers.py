@@ -52,6 +52,27 @@ def process_gone(pid: int) -> bool:
     return "\nState:\tZ" in status
 
 
+def runtime_ledger(paths: Any, **options: Any) -> Any:
+    """The ledger the test's runtimes open (the sandbox's file, or the test's PostgreSQL
+    database with SVC_TESTS_LEDGER=postgresql), opened for the test to seed or read."""
+    from postgres import runtime_ledger_of
+
+    from svc_console.ledger import Ledger
+
+    return Ledger(paths.ledger(sandbox=True), url=runtime_ledger_of(paths.home), **options)
+
+
+def stored_text(ledger: Any) -> str:
+    """Every row of every table of an open ledger as text, on either engine: what a test
+    searches for a secret that must never be stored."""
+    db = ledger.db
+    return "\n".join(
+        repr(row)
+        for table in db.table_names()
+        for row in db.execute(f'SELECT * FROM "{table}"').fetchall()
+    )
+
+
 def seed_in_flight(
     paths: Any, request_id: str, *, endpoint_id: str, ceiling: str, agent: str = "research-bot"
 ) -> None:
@@ -62,10 +83,9 @@ def seed_in_flight(
     from svc_console.core.models import Decision, SpendRequest
     from svc_console.core.private_files import ensure_private_dir
     from svc_console.core.states import State
-    from svc_console.ledger import Ledger
 
     ensure_private_dir(paths.home)
-    ledger = Ledger(paths.ledger(sandbox=True))
+    ledger = runtime_ledger(paths)
     try:
         request = SpendRequest(
             id=request_id,

@@ -35,6 +35,25 @@ def engines_of(node: Any) -> tuple[str, ...]:
     return tuple(mark.args)
 
 
+# The ledger of the runtimes each test's home starts (conftest's `runtime_ledger_url`), so that
+# what a test writes or reads there itself (`runtime_ledger_of`) is what its runtimes see, on
+# either engine.
+_RUNTIME_LEDGERS: dict[Path, str | None] = {}
+
+
+def runtime_ledger_is(home: Path, url: str | None) -> None:
+    _RUNTIME_LEDGERS[home] = url
+
+
+def runtime_ledger_gone(home: Path) -> None:
+    _RUNTIME_LEDGERS.pop(home, None)
+
+
+def runtime_ledger_of(home: Path) -> str | None:
+    """The URL of the ledger the runtimes of `home` open (None: the sandbox's SQLite file)."""
+    return _RUNTIME_LEDGERS.get(home)
+
+
 def url_for(request: Any, engine: str) -> str | None:
     """The URL of a fresh database of `engine` for a test (None: the SQLite file), from the
     session's server; the test is skipped, with the reason, where there is none."""

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from helpers import runtime_ledger
 from rich.cells import cell_len
 from textual.pilot import Pilot
 from textual.widgets._toast import Toast
@@ -196,6 +197,13 @@ def build_console(
     return ConsoleApp(runtime, cursor_blink=False, **app_options)
 
 
+def attached_to(runtime: Runtime, hello: dict[str, Any]) -> Any:
+    """A console attached to `runtime`'s broker (its `hello`), reading the ledger it writes."""
+    from svc_console.services.attached_console import AttachedConsole
+
+    return AttachedConsole(runtime.paths, hello, ledger_url=runtime.resolved_ledger_url())
+
+
 def seed_pending(
     paths: Paths, count: int, now: float, url: str | None = None, agents: tuple[str, ...] = ()
 ) -> list[str]:
@@ -210,7 +218,7 @@ def seed_pending(
     record = catalog().get("ep_websearch_basic")
     assert record is not None
     ensure_private_dir(paths.home)
-    ledger = Ledger(paths.ledger(sandbox=True), url=url)
+    ledger = Ledger(paths.ledger(sandbox=True), url=url) if url else runtime_ledger(paths)
     ids = []
     try:
         for n in range(count):

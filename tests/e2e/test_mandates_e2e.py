@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import SEARCH, FakeClock, eventually, operator
+from helpers import SEARCH, FakeClock, eventually, operator, runtime_ledger
 from tui_support import build_console, rows, started, until
 
 from svc_console.agent import AsyncAgent
@@ -25,7 +25,6 @@ from svc_console.config.operator_accounts import OperatorAccounts
 from svc_console.core.mandate import inputs_digest
 from svc_console.core.models import Decision, Estimate, SpendRequest
 from svc_console.core.states import FINAL, State
-from svc_console.ledger import Ledger
 from svc_console.runtime import Runtime
 from svc_console.sandbox.catalog import WEBSEARCH_ID, catalog
 from svc_console.sandbox.x402 import SANDBOX_PAY_TO
@@ -95,6 +94,7 @@ async def finished(runtime: Runtime, request_id: str) -> Any:
     return request
 
 
+@pytest.mark.engines("sqlite")  # the CLI reads the sandbox's ledger from its file
 async def test_the_operators_approval_in_the_tui(
     make_runtime: Callable[..., Runtime],
     clock: FakeClock,
@@ -133,6 +133,7 @@ async def test_the_operators_approval_in_the_tui(
     assert mandate["inputs_sha256"] == inputs_digest({})
 
 
+@pytest.mark.engines("sqlite")  # the CLI reads the sandbox's ledger from its file
 async def test_a_grants_approval(
     make_runtime: Callable[..., Runtime],
     keep_started: Any,
@@ -160,6 +161,7 @@ async def test_a_grants_approval(
     assert mandate["provider"] == "prov_searchly" and mandate["max_usdc"] == "0.01"
 
 
+@pytest.mark.engines("sqlite")  # the CLI reads the sandbox's ledger from its file
 async def test_a_policy_rules_approval_names_the_policy(
     paths: Any,
     sandbox: Any,
@@ -183,6 +185,7 @@ async def test_a_policy_rules_approval_names_the_policy(
     assert mandate["valid_until"] > mandate["approved_at"]
 
 
+@pytest.mark.engines("sqlite")  # the CLI reads the sandbox's ledger from its file
 async def test_the_two_person_rules_second_approval_names_both(
     paths: Any,
     sandbox: Any,
@@ -207,6 +210,7 @@ async def test_the_two_person_rules_second_approval_names_both(
     assert all(d["evidence"]["channel"] == "cli" for d in mandate["deciders"])
 
 
+@pytest.mark.engines("sqlite")  # the CLI reads the sandbox's ledger from its file
 async def test_show_and_verify_say_what_is_wrong_in_one_line(
     make_runtime: Callable[..., Runtime],
     keep_started: Any,
@@ -232,6 +236,7 @@ async def test_show_and_verify_say_what_is_wrong_in_one_line(
     assert code == 2 and "cannot read" in err
 
 
+@pytest.mark.engines("sqlite")  # the CLI reads the sandbox's ledger from its file
 async def test_a_chain_that_does_not_verify_fails_every_mandate(
     make_runtime: Callable[..., Runtime],
     keep_started: Any,
@@ -262,7 +267,7 @@ async def test_an_approval_made_before_mandates_goes_back_to_the_operator_unpaid
     the console started on it signs nothing and asks the operator again."""
     record = catalog().get(WEBSEARCH_ID)
     paths.home.mkdir(parents=True, exist_ok=True)
-    ledger = Ledger(paths.ledger(sandbox=True))
+    ledger = runtime_ledger(paths)
     try:
         ledger.insert_request(
             SpendRequest(

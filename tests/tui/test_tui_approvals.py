@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FakeClock
+from helpers import FakeClock, runtime_ledger
 from pydantic import ConfigDict
 from rich.console import Console
 from textual.pilot import Pilot
@@ -626,7 +626,7 @@ def test_filter_text_is_understood():
 def test_request_windows_page_in_sql(paths: Paths, clock: FakeClock):
     """The ledger's windowed query: pages never overlap, counts match, wildcards are literal."""
     ids = seed_pending(paths, 25, clock())
-    ledger = Ledger(paths.ledger(sandbox=True))
+    ledger = runtime_ledger(paths)
     try:
         query = RequestQuery(states=(State.pending,), order="agent")
         pages = [ledger.window(query, offset=o, limit=10) for o in (0, 10, 20)]
@@ -738,6 +738,7 @@ async def test_failing_after_start_is_reported_not_fatal(
         assert app.is_running and isinstance(app.screen, ApprovalsScreen)
 
 
+@pytest.mark.engines("sqlite")  # one broker holds a ledger file; brokers share PostgreSQL
 async def test_runtime_that_cannot_start_exits_cleanly(console: Callable[..., ConsoleApp]):
     app = console()
     app.runtime.paths.home.mkdir(parents=True, exist_ok=True)

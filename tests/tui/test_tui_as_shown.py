@@ -23,6 +23,7 @@ from textual import events
 from textual.pilot import Pilot
 from tui_support import (
     announcements_made,
+    attached_to,
     build_console,
     clear_notices,
     listed_notices,
@@ -428,7 +429,6 @@ async def test_a_key_on_facts_the_detail_no_longer_holds_decides_nothing(console
 
 async def test_an_attached_console_binds_its_decision_over_the_operator_socket(runtime, sandbox):
     from svc_console.broker.params import SubmitParams
-    from svc_console.services.attached_console import AttachedConsole
     from svc_console.services.broker_probe import running_broker
 
     broker = runtime.broker
@@ -439,7 +439,7 @@ async def test_an_attached_console_binds_its_decision_over_the_operator_socket(r
     runtime.passphrase.set(PASSPHRASE)
     hello = await asyncio.to_thread(running_broker, runtime.paths.operator_socket)
     assert hello is not None
-    app = ConsoleApp(AttachedConsole(runtime.paths, hello), cursor_blink=False)
+    app = ConsoleApp(attached_to(runtime, hello), cursor_blink=False)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await unlock(pilot, PASSPHRASE)
         await rows(pilot, 1)

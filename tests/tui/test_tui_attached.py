@@ -11,13 +11,12 @@ from typing import Any
 
 from helpers import agent_token, eventually
 from operator_support import past_the_wait
-from tui_support import queue, rows, screen_text, secret_asked, type_text, until
+from tui_support import attached_to, queue, rows, screen_text, secret_asked, type_text, until
 
 from svc_console.agent import AsyncAgent
 from svc_console.broker.params import SubmitParams
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
-from svc_console.services.attached_console import AttachedConsole
 from svc_console.services.broker_probe import running_broker
 from svc_console.tui.app import ConsoleApp
 
@@ -41,7 +40,7 @@ async def answering(runtime: Runtime) -> dict[str, Any] | None:
 async def attached(runtime: Runtime) -> ConsoleApp:
     hello = await answering(runtime)
     assert hello is not None, "the broker answers on its operator socket"
-    return ConsoleApp(AttachedConsole(runtime.paths, hello), cursor_blink=False)
+    return ConsoleApp(attached_to(runtime, hello), cursor_blink=False)
 
 
 async def unlock(pilot: Any, passphrase: str = "lighthouse at dawn") -> None:

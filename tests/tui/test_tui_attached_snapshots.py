@@ -10,6 +10,7 @@ from typing import Any
 from attached_support import broker_beside
 from helpers import FakeClock, eventually
 from operator_support import PASSPHRASE, set_passphrase
+from postgres import runtime_ledger_of
 from textual.pilot import Pilot
 from tui_support import (
     PINNED_SANDBOX,
@@ -41,7 +42,7 @@ async def one_pending(runtime: Runtime) -> None:
 def attached_app(paths: Paths, clock: FakeClock) -> ConsoleApp:
     hello = running_broker(paths.operator_socket)
     assert hello is not None
-    console = AttachedConsole(paths, hello, clock=clock)
+    console = AttachedConsole(paths, hello, clock=clock, ledger_url=runtime_ledger_of(paths.home))
     console.sandbox.base_url = PINNED_SANDBOX  # the first frame's banner
     pin_sandbox_address(console)  # type: ignore[arg-type]  # the screen's
     return ConsoleApp(console, cursor_blink=False)

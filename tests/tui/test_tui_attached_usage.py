@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from attached_support import broker_beside
 from helpers import FakeClock
+from postgres import runtime_ledger_of
 from test_tui_attached_snapshots import attached_app
 from test_tui_usage import NOON, SEEDED, charge, read_ledger
 from textual.pilot import Pilot
@@ -46,8 +47,10 @@ def clock() -> FakeClock:
 
 def seed(paths: Paths, *, url: str | None = None) -> None:
     """A history as the broker's console left it, before the broker starts: seeded charges,
-    and one charge stored by a sync (which the ledger records, with its time)."""
+    and one charge stored by a sync (which the ledger records, with its time). In the ledger
+    at `url`, else in the one the test's runtimes open."""
     paths.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    url = url or runtime_ledger_of(paths.home)
     seed_usage(paths.ledger(sandbox=True), SEEDED, days=60, url=url)
     ledger = Ledger(paths.ledger(sandbox=True), url=url)
     try:
@@ -64,6 +67,7 @@ async def attach(runtime: Runtime, clock: FakeClock, url: str | None = None) -> 
     # In a thread: the broker answers from this test's own loop, which must not be blocked.
     hello = await asyncio.to_thread(running_broker, runtime.paths.operator_socket)
     assert hello is not None, "the broker answers on its operator socket"
+    url = url or runtime.resolved_ledger_url()
     console = AttachedConsole(runtime.paths, hello, clock=clock, ledger_url=url)
     return ConsoleApp(console, cursor_blink=False)
 
@@ -222,6 +226,7 @@ async def test_an_attached_usage_screen_exports_what_it_shows(
         assert [line[0] for line in exported[1:]] == [r.id for r in expected]
 
 
+@pytest.mark.engines("sqlite")  # its digest reads the ledger's file
 async def test_the_sync_key_of_an_attached_console_says_the_brokers_console_syncs(
     paths: Paths, make_runtime: Callable[..., Runtime], keep_started: Any, clock: FakeClock
 ):
@@ -255,6 +260,7 @@ async def test_the_sync_key_of_an_attached_console_says_the_brokers_console_sync
         await until(pilot, lambda: later in synced_label(app))
 
 
+@pytest.mark.engines("sqlite")  # its digest reads the ledger's file
 async def test_an_attached_usage_screen_writes_nothing_to_the_ledger(
     paths: Paths, make_runtime: Callable[..., Runtime], keep_started: Any, clock: FakeClock
 ):

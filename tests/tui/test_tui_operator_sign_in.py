@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers import FakeClock
+from helpers import FakeClock, runtime_ledger, stored_text
 from operator_support import refused_reasons
 from textual.pilot import Pilot
 from textual.widgets import Input
@@ -74,7 +74,7 @@ def refused_sign_ins(ledger: Ledger) -> list[dict[str, Any]]:
 
 def after_exit(paths: Paths, request_id: str) -> tuple[Any, list[dict[str, Any]]]:
     """The request and the refused sign-ins, read from the ledger once the console is closed."""
-    ledger = Ledger(paths.ledger(sandbox=True))
+    ledger = runtime_ledger(paths)
     try:
         return ledger.get(request_id), refused_sign_ins(ledger)
     finally:
@@ -99,7 +99,7 @@ async def test_the_right_token_opens_the_console_and_decisions_name_the_operator
         decision = broker.get(request_id).decision
         assert decision.by == "alice"
         assert decision.evidence.operator == "alice" and decision.evidence.channel == "tui"
-        assert alice not in "\n".join(app.runtime.ledger.db.conn.iterdump())
+        assert alice not in stored_text(app.runtime.ledger)
 
 
 async def test_the_operator_types_their_name_when_the_settings_name_none(console, alice):
@@ -149,7 +149,7 @@ async def test_a_wrong_token_or_name_is_refused_counted_and_decides_nothing(cons
         assert refused_reasons(app.runtime) == {
             "sign-in at the console: unknown operator or wrong token": 2
         }
-        dump = "\n".join(app.runtime.ledger.db.conn.iterdump())
+        dump = stored_text(app.runtime.ledger)
         assert alice not in dump and "svcop_not-it" not in dump
 
 

@@ -17,6 +17,7 @@ from helpers import FakeClock, eventually, operator
 from operator_support import PASSPHRASE, past_the_wait, set_passphrase
 from textual.pilot import Pilot
 from tui_support import (
+    attached_to,
     build_console,
     listed_notices,
     notices,
@@ -37,7 +38,6 @@ from svc_console.config.paths import Paths
 from svc_console.config.service import ServiceConfig
 from svc_console.core.states import State
 from svc_console.runtime import Runtime
-from svc_console.services.attached_console import AttachedConsole
 from svc_console.services.broker_probe import running_broker
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.passphrase_offer import PassphraseOfferScreen
@@ -154,7 +154,7 @@ def test_snapshot_the_offer(snap_compare: Any, paths: Paths, sandbox: Any, clock
 async def attached(runtime: Runtime) -> ConsoleApp:
     hello = await asyncio.to_thread(running_broker, runtime.paths.operator_socket)
     assert hello is not None
-    return ConsoleApp(AttachedConsole(runtime.paths, hello), cursor_blink=False)
+    return ConsoleApp(attached_to(runtime, hello), cursor_blink=False)
 
 
 async def test_an_attached_console_says_at_once_that_it_cannot_decide_and_how_to_fix_it(runtime):

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FakeClock
+from helpers import FakeClock, runtime_ledger
+from postgres import runtime_ledger_of
 from textual.pilot import Pilot
 from textual.widgets import Input, RadioSet, Select
 from tui_support import (
@@ -34,7 +35,6 @@ from svc_console.broker.params import ApproveParams
 from svc_console.config.paths import Paths
 from svc_console.core.money import from_atomic
 from svc_console.core.usage import DAY_S, UsageCharge, UsageFilter, iso_instant
-from svc_console.ledger import Ledger
 from svc_console.ledger import usage_query as ledger_usage
 from svc_console.ledger.readers import open_reader
 from svc_console.ledger.usage_seed import DEFAULT_END, seed_usage
@@ -82,7 +82,7 @@ async def open_usage(pilot: Pilot[Any]) -> UsageScreen:
 
 def sync(paths: Paths, charges: list[UsageCharge]) -> None:
     """Charges stored as a sync stores them, before the console starts."""
-    ledger = Ledger(paths.ledger(sandbox=True))
+    ledger = runtime_ledger(paths)
     try:
         sync_usage(ledger, charges, now=NOON, service="https://svc.example")
     finally:
@@ -119,14 +119,15 @@ def console(
     def build(*, seeded: int = 0) -> ConsoleApp:
         paths.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         if seeded:
-            seed_usage(paths.ledger(sandbox=True), seeded, days=60)
+            url = runtime_ledger_of(paths.home)
+            seed_usage(paths.ledger(sandbox=True), seeded, days=60, url=url)
         return build_console(make_runtime, usage_clock)
 
     return build
 
 
 def read_ledger(paths: Paths, f: UsageFilter) -> list[ledger_usage.UsageRow]:
-    conn = open_reader(paths.ledger(sandbox=True))
+    conn = open_reader(paths.ledger(sandbox=True), runtime_ledger_of(paths.home))
     try:
         return list(ledger_usage.stream(conn, f))
     finally:

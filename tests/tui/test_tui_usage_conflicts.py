@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from helpers import runtime_ledger
 from test_tui_usage import NOON, charge, console, open_usage, usage, usage_clock
 from textual.pilot import Pilot
 from textual.widgets import Select
@@ -14,7 +15,6 @@ from tui_support import screen_text, until, usage_settled
 
 from svc_console.config.paths import Paths
 from svc_console.core.usage import iso_instant
-from svc_console.ledger import Ledger
 from svc_console.ledger.usage_write import sync_usage
 from svc_console.tui.app import ConsoleApp
 from svc_console.tui.usage.dialogs import UsageFilterDialog
@@ -27,7 +27,7 @@ SERVICE = "sandbox-0123456789abcdef"
 def two_versions(paths: Paths) -> None:
     """Three charges, then the service lists ch_000002 again at three times the amount."""
     paths.home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    ledger = Ledger(paths.ledger(sandbox=True))
+    ledger = runtime_ledger(paths)
     try:
         first = [
             charge(f"ch_00000{n}", "0.01", createdAt=iso_instant(NOON - 3600 * n))

@@ -59,6 +59,15 @@ class _NumericAsNumber(NumericLoader):
         return int(value) if value == value.to_integral_value() else float(value)
 
 
+def _storable(params: Iterable[Any]) -> list[Any]:
+    """The parameters as PostgreSQL can take them. Its text cannot hold NUL, which SQLite's can
+    and which a service's or an agent's text may carry: such a text is stored, and looked for,
+    with U+FFFD in its place, rather than failing the write (a usage sync would fail on that
+    charge at every try). The same text always gives the same stored text, so a charge held is
+    still found as held, and a filter on it still matches it."""
+    return [p.replace("\x00", "\ufffd") if type(p) is str and "\x00" in p else p for p in params]
+
+
 _NO_DETAILS = (None,) * 6  # what sqlite3 describes of a column beyond its name
 
 
@@ -119,7 +128,7 @@ class Connection:
         cursor = self.raw.cursor()
         with _as_sqlite_errors():
             if params:
-                cursor.execute(pg_dialect.translate(sql), list(params))  # type: ignore[arg-type]
+                cursor.execute(pg_dialect.translate(sql), _storable(params))  # type: ignore[arg-type]
             else:  # sent as it is: a migration's several statements in one text
                 cursor.execute(pg_dialect.translate(sql, placeholders=False))  # type: ignore[arg-type]
         return Cursor(cursor)
@@ -127,7 +136,7 @@ class Connection:
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Cursor:
         cursor = self.raw.cursor()
         with _as_sqlite_errors():
-            cursor.executemany(pg_dialect.translate(sql), [list(r) for r in rows])  # type: ignore[arg-type]
+            cursor.executemany(pg_dialect.translate(sql), [_storable(r) for r in rows])  # type: ignore[arg-type]
         return Cursor(cursor)
 
     def batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple]]:
@@ -139,7 +148,7 @@ class Connection:
             with self.raw.pipeline():
                 for sql, params in statements:
                     cursor = self.raw.cursor()
-                    cursor.execute(pg_dialect.translate(sql), list(params))  # type: ignore[arg-type]
+                    cursor.execute(pg_dialect.translate(sql), _storable(params))  # type: ignore[arg-type]
                     cursors.append(Cursor(cursor))
             return [cursor.fetchall() for cursor in cursors]
 

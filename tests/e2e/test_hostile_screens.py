@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
-from helpers import FakeClock, eventually, runtime_ledger
+from helpers import FakeClock, eventually
 from rich.text import Text
 from test_hostile_text import MARKER, SENDABLE, ListingSandbox, acts, unsafe
 from textual.widgets import Select, Static
@@ -35,6 +35,7 @@ from svc_console.core.private_files import ensure_private_dir
 from svc_console.core.sanitize import inert_line, inert_markdown
 from svc_console.core.states import State
 from svc_console.core.usage import UsageCharge, UsageFilter, iso_instant
+from svc_console.ledger import Ledger
 from svc_console.ledger.usage_write import sync_usage
 from svc_console.runtime import Runtime
 from svc_console.sandbox.app import create_app
@@ -648,7 +649,7 @@ async def test_every_hostile_usage_text_is_inert_on_the_usage_screen(
     HTTP), every text of each one a corpus string: the table, the filter line, the breakdowns
     per provider and per agent, the detail and the filter dialog's lists show them inert."""
     ensure_private_dir(paths.home)
-    ledger = runtime_ledger(paths)
+    ledger = Ledger(paths.ledger(sandbox=True))
     try:
         sync_usage(ledger, hostile_charges(clock.now), now=clock.now, service="https://svc.example")
     finally:

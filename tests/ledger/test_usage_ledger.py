@@ -29,6 +29,7 @@ from svc_console.core.usage import (
 )
 from svc_console.ledger import Ledger
 from svc_console.ledger import usage_query as U
+from svc_console.ledger.audit import verify
 from svc_console.ledger.readers import open_reader
 from svc_console.ledger.schema import MIGRATIONS, migrate
 from svc_console.ledger.usage_seed import charges as seeded_charges
@@ -158,6 +159,30 @@ def test_sync_dedupes_a_charge_held_with_the_same_facts(ledger: Ledger):
     assert (twice.received, twice.inserted) == (2, 1)
     assert U.count(ledger.db.conn, UsageFilter()) == 3
     assert {r.service for r in U.window(ledger.db.conn, UsageFilter(), 0, 10)} == {SERVICE}
+
+
+def test_a_charge_whose_text_holds_nul_is_stored_found_and_held_on_each_engine(
+    ledger: Ledger, engine: str
+):
+    """PostgreSQL's text cannot hold NUL, which a service's text may carry: the charge is stored
+    (with U+FFFD in its place there), is the same charge at the next sync, and a filter on the
+    text as the service sent it finds it. Nothing else of the history is lost."""
+    hostile = "prov_\x00nul"
+    charges = [
+        charge("ch_nul", "0.01", None, provider=hostile, agent="bot\x00"),
+        charge("ch_plain", "0.02", None, provider="prov_plain"),
+    ]
+    first = sync_usage(ledger, charges, service=SERVICE)
+    assert (first.inserted, first.conflicts) == (2, 0)
+    again = sync_usage(ledger, charges, service=SERVICE)
+    assert (again.inserted, again.conflicts, again.unchanged) == (0, 0, 2)
+    stored = "prov_\ufffdnul" if engine == "postgresql" else hostile
+    assert row(ledger, "ch_nul").provider == stored
+    found = U.window(ledger.db.conn, UsageFilter(provider=hostile), 0, 10)
+    assert [r.id for r in found] == ["ch_nul"]
+    assert U.count(ledger.db.conn, UsageFilter()) == 2
+    report = verify(ledger.path, url=ledger.url)  # the chain sealed what was stored
+    assert report.intact, (report.broken, report.problems)
 
 
 def test_sync_is_all_or_nothing(ledger: Ledger):

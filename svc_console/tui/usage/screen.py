@@ -131,8 +131,7 @@ class UsageScreen(Screen[None]):
         self.table_reader: Reader | None = None
         self.summary_reader: Reader | None = None
         self._period = 0
-        # Shared with the table; filled by the workers.
-        self.names = ProviderNames(self.ledger_path if self.ledger_url else None)
+        self.names = ProviderNames(self.ledger_path if self.ledger_url else None)  # the table's too
         self.sync_status = SyncStatus.of(self.source.follower)
         if self.source.synced_elsewhere:
             self.sync_status = SyncStatus(elsewhere=True)  # the time is read from the ledger

@@ -155,6 +155,7 @@ def test_serve_refuses_a_second_broker_on_the_same_home(served):
     assert os.path.exists(served / "svc.sock")
 
 
+@pytest.mark.engines("sqlite")  # `serve` keeps the sandbox's ledger in its file
 def test_serve_reports_on_stderr_the_calls_it_found_in_flight(paths):
     """A console killed mid-call left two executions in flight: `serve` turns them unknown and
     says so on stderr, one line each (request, endpoint, approved ceiling, how to reconcile), the

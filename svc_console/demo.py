@@ -32,7 +32,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from svc_console.agent import AgentError, AsyncAgent
+from svc_console.agent import AgentError, AsyncAgent, NotConnected
 from svc_console.core.private_files import ensure_private_dir, read_private, write_private
 
 log = logging.getLogger(__name__)
@@ -305,7 +305,10 @@ async def run_persona(
     async with AsyncAgent(persona.name, socket_path, token=token) as agent:
 
         async def follow(request_id: str) -> None:
-            request = await agent.wait_for_outcome(request_id)
+            try:
+                request = await agent.wait_for_outcome(request_id)
+            except NotConnected:
+                return  # the console stopped, and the demo's agents with it
             log.info("%s: %s ended %s", persona.name, request_id, request["state"])
 
         await asyncio.sleep(rng.uniform(0.5, 2.0))

@@ -52,6 +52,31 @@ async def test_the_demos_agents_are_registered_once_and_prove_their_names(paths,
     assert mine[0].agent == persona.name and mine[0].agent_verified
 
 
+async def test_a_personas_waits_end_quietly_when_the_console_stops(make_runtime):
+    """Each request a persona submitted is waited for in a task of its own: when the console
+    stops, those waits end there, with no error left for nobody to read (asyncio would log each
+    as a task exception never retrieved)."""
+    runtime = make_runtime()
+    await runtime.start()
+
+    def waits() -> list[asyncio.Task]:
+        return [t for t in asyncio.all_tasks() if t.get_coro().__qualname__.endswith(".follow")]
+
+    task = asyncio.create_task(
+        run_persona(PERSONAS[0], runtime.paths.socket, interval_s=(0.01, 0.02), max_open=2)
+    )
+    try:
+        waiting = await eventually(lambda: len(waits()) == 2 and waits())
+        await runtime.stop()
+        done, _ = await asyncio.wait(waiting, timeout=30)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert done == set(waiting)
+    assert [t.exception() for t in waiting] == [None, None]
+
+
 def test_a_name_registered_otherwise_sits_the_demo_out(paths):
     AgentRegistry(paths.agent_registry).add("research-bot")  # the operator's own agent
     kept = tokens(paths)

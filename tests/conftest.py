@@ -127,6 +127,8 @@ def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 @pytest.fixture
 def paths(home: Path, runtime_ledger_url: str | None) -> Paths:
+    # The runtimes' ledger is noted for every home a test uses, so that its seeds and reads
+    # (`helpers.runtime_ledger`) find the one its runtimes open, whichever fixture came first.
     return Paths(home=home, socket=home / "svc.sock", explicit_home=True)
 
 

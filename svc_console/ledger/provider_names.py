@@ -20,9 +20,17 @@ from svc_console.ledger.catalogue_schema import ENDPOINTS
 _CHUNK = 200  # ids per query, well under SQLite's limit on parameters
 
 
-def provider_names(conn: sqlite3.Connection, providers: Sequence[str]) -> dict[str, str]:
-    """The names known for these ids in one SQLite ledger (an id with none is left out)."""
-    found = catalogue_names(conn, providers)
+def provider_names(
+    conn: sqlite3.Connection,
+    providers: Sequence[str],
+    catalogue: sqlite3.Connection | None = None,
+    *,
+    cached: bool = True,
+) -> dict[str, str]:
+    """The names known for these ids (an id with none is left out): the catalogue cache's,
+    read through `catalogue` (the ledger's own `conn` when None), then the requests'. Without
+    `cached`, no cache exists yet and only the requests are asked."""
+    found = catalogue_names(catalogue or conn, providers) if cached else {}
     return found | request_names(conn, [p for p in providers if p not in found])
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from svc_console.ledger.provider_names import catalogue_names, provider_names, request_names
+from svc_console.ledger.provider_names import provider_names
 from svc_console.ledger.readers import Connection, ReadError, open_reader
 
 
@@ -46,11 +46,10 @@ class ProviderNames:
     def _find(self, conn: Connection, providers: Sequence[str]) -> dict[str, str]:
         if self._cache is None:
             return provider_names(conn, providers)
-        found: dict[str, str] = {}
-        if self._cache.exists():  # made by a first sync of the catalogue
-            cache = open_reader(self._cache)
-            try:
-                found = catalogue_names(cache, providers)
-            finally:
-                cache.close()
-        return found | request_names(conn, [p for p in providers if p not in found])
+        if not self._cache.exists():  # made by the catalogue's first sync or visit
+            return provider_names(conn, providers, cached=False)
+        cache = open_reader(self._cache)
+        try:
+            return provider_names(conn, providers, cache)
+        finally:
+            cache.close()

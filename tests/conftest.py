@@ -174,9 +174,16 @@ def make_runtime(
     paths: Paths, sandbox: Any, runtime_ledger_url: str | None
 ) -> Callable[..., Runtime]:
     """Build (not start) a Runtime against the sandbox; keyword arguments go to BrokerConfig,
-    `clock=` and `ids=` replace the broker's clock and request ids."""
+    `clock=` and `ids=` replace the broker's clock and request ids, `ledger_url=` names a
+    PostgreSQL ledger of the test's own instead of the runtimes' (`runtime_ledger_url`)."""
 
-    def build(*, clock: Callable[[], float] | None = None, ids: bool = False, **config: Any):
+    def build(
+        *,
+        clock: Callable[[], float] | None = None,
+        ids: bool = False,
+        ledger_url: str | None = None,
+        **config: Any,
+    ):
         options: dict[str, Any] = {}
         if clock is not None:
             options["clock"] = clock
@@ -188,7 +195,7 @@ def make_runtime(
             sandbox=sandbox,
             config=BrokerConfig(**config),
             broker_options=options,
-            ledger_url=runtime_ledger_url,
+            ledger_url=ledger_url or runtime_ledger_url,
         )
 
     return build

@@ -314,20 +314,15 @@ async def test_an_attached_console_with_a_bad_ledger_url_says_so_and_reads_nothi
 
 
 async def test_an_attached_usage_screen_reads_a_postgresql_ledger_with_its_url(
-    paths: Paths, sandbox: Any, postgres: Any, clock: FakeClock, keep_started: Any
+    paths: Paths,
+    make_runtime: Callable[..., Runtime],
+    postgres: Any,
+    clock: FakeClock,
+    keep_started: Any,
 ):
-    from svc_console.broker import BrokerConfig
-
     url = postgres.new_database()
     seed(paths, url=url)
-    runtime = Runtime(
-        paths=paths,
-        sandbox=sandbox,
-        config=BrokerConfig(),
-        broker_options={"clock": clock},
-        ledger_url=url,
-    )
-    await keep_started(runtime)
+    runtime = await keep_started(make_runtime(clock=clock, ledger_url=url))
     app = await attach(runtime, clock, url=url)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_usage(pilot)

@@ -578,21 +578,17 @@ async def test_visiting_with_an_empty_cache_syncs_over_http(
 
 
 async def test_a_console_on_postgresql_opens_the_catalogue_before_any_cache_file_exists(
-    paths: Paths, sandbox: Any, postgres: Any, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    paths: Paths,
+    make_runtime: Callable[..., Runtime],
+    postgres: Any,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
 ):
     """Beside a PostgreSQL ledger the cache is a local file of its own, which nothing makes
     before a first sync: the screen's first visit makes it (empty, owner-only) to read it, and
     starts the sync, rather than failing to open a file that is not there."""
-    from svc_console.broker import BrokerConfig
-
     held = HeldSync(monkeypatch)
-    runtime = Runtime(
-        paths=paths,
-        sandbox=sandbox,
-        config=BrokerConfig(),
-        broker_options={"clock": clock},
-        ledger_url=postgres.new_database(),
-    )
+    runtime = make_runtime(clock=clock, ledger_url=postgres.new_database())
     cache = paths.ledger(sandbox=True)
     app = ConsoleApp(runtime, cursor_blink=False)
     async with app.run_test(size=(120, 40)) as pilot:

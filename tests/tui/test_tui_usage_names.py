@@ -72,12 +72,10 @@ async def test_providers_are_shown_by_name_where_the_ledger_knows_it(
 
 
 async def test_beside_a_postgresql_ledger_names_come_from_the_caches_own_file(
-    paths: Paths, sandbox: Any, postgres: Any, usage_clock: FakeClock
+    paths: Paths, make_runtime: Callable[..., Runtime], postgres: Any, usage_clock: FakeClock
 ):
     """On PostgreSQL the catalogue cache is a local file of its own, the charges are in the
     database: the names are read from the one for the ids of the other."""
-    from svc_console.broker import BrokerConfig
-
     url = postgres.new_database()
     paths.home.mkdir(parents=True, exist_ok=True, mode=0o700)
     ledger = Ledger(paths.ledger(sandbox=True), url=url)
@@ -100,14 +98,7 @@ async def test_beside_a_postgresql_ledger_names_come_from_the_caches_own_file(
         store(conn, [catalog().get("ep_websearch_basic")], [], synced_at=NOON)
     finally:
         conn.close()
-    runtime = Runtime(
-        paths=paths,
-        sandbox=sandbox,
-        config=BrokerConfig(),
-        broker_options={"clock": usage_clock},
-        ledger_url=url,
-    )
-    app = ConsoleApp(runtime, cursor_blink=False)
+    app = ConsoleApp(make_runtime(clock=usage_clock, ledger_url=url), cursor_blink=False)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_usage(pilot)
         await until(pilot, lambda: "Searchly" in str(screen.query_one("#usage-providers").render()))
